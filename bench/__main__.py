@@ -1,0 +1,14 @@
+"""Run every benchmark in turn and print its report."""
+
+from __future__ import annotations
+
+from bench import startup
+
+
+def main() -> None:
+    for benchmark in (startup,):
+        benchmark.main()
+
+
+if __name__ == "__main__":
+    main()

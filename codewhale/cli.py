@@ -1,0 +1,69 @@
+"""Command-line entry point.
+
+Heavy modules (Textual, httpx) are imported only inside the command that needs
+them, so `codewhale --version` and `codewhale config ...` start in tens of ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from codewhale import __version__
+
+
+def _add_override_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags that override config values for one run (highest precedence).
+
+    They are accepted before or after the subcommand; SUPPRESS keeps a subparser
+    from resetting a value the top-level parser already read.
+    """
+    keep = argparse.SUPPRESS
+    parser.add_argument("--provider", default=keep, help="provider preset (deepseek, openai, ...)")
+    parser.add_argument("--model", default=keep, help="model id for the parent agent")
+    parser.add_argument(
+        "--base-url", dest="base_url", default=keep, help="OpenAI-compatible endpoint URL"
+    )
+    parser.add_argument(
+        "-C",
+        "--workspace",
+        default=keep,
+        help="workspace directory (default: the current directory)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codewhale",
+        description="A full-screen terminal coding agent with background sub-agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"codewhale {__version__}")
+    _add_override_flags(parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    config = commands.add_parser("config", help="show, locate or create the config file")
+    config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
+    show = config_commands.add_parser("show", help="print the effective config and its sources")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_override_flags(show)
+    path = config_commands.add_parser("path", help="print where config files are read from")
+    _add_override_flags(path)
+    init = config_commands.add_parser("init", help="write a starter user config file")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "config":
+        from codewhale.config_cli import run_config_command
+
+        return run_config_command(args)
+    from codewhale.tui.launch import launch_tui
+
+    return launch_tui(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Known OpenAI-compatible endpoints: where they live, which env var holds their key.
+
+This module is imported by the config loader, so it must stay free of httpx and
+anything else heavy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProviderPreset:
+    """Defaults for one provider; every field can be overridden in config."""
+
+    name: str
+    label: str
+    base_url: str
+    key_env: str | None
+    default_model: str
+    fast_model: str
+    needs_key: bool = True
+    # Ids the official endpoint accepts; empty means "pass any id through".
+    accepted_models: tuple[str, ...] = ()
+
+
+PRESETS: dict[str, ProviderPreset] = {
+    preset.name: preset
+    for preset in (
+        ProviderPreset(
+            name="deepseek",
+            label="DeepSeek",
+            base_url="https://api.deepseek.com",
+            key_env="DEEPSEEK_API_KEY",
+            default_model="deepseek-v4-pro",
+            fast_model="deepseek-v4-flash",
+            accepted_models=(
+                "deepseek-v4-pro",
+                "deepseek-v4-flash",
+                "deepseek-chat",
+                "deepseek-reasoner",
+            ),
+        ),
+        ProviderPreset(
+            name="openai",
+            label="OpenAI",
+            base_url="https://api.openai.com/v1",
+            key_env="OPENAI_API_KEY",
+            default_model="gpt-4.1",
+            fast_model="gpt-4.1-mini",
+        ),
+        ProviderPreset(
+            name="openrouter",
+            label="OpenRouter",
+            base_url="https://openrouter.ai/api/v1",
+            key_env="OPENROUTER_API_KEY",
+            default_model="deepseek/deepseek-chat",
+            fast_model="deepseek/deepseek-chat",
+        ),
+        ProviderPreset(
+            name="moonshot",
+            label="Moonshot",
+            base_url="https://api.moonshot.ai/v1",
+            key_env="MOONSHOT_API_KEY",
+            default_model="kimi-k2-0905-preview",
+            fast_model="kimi-k2-turbo-preview",
+        ),
+        ProviderPreset(
+            name="ollama",
+            label="Ollama",
+            base_url="http://127.0.0.1:11434/v1",
+            key_env="OLLAMA_API_KEY",
+            default_model="qwen2.5-coder",
+            fast_model="qwen2.5-coder",
+            needs_key=False,
+        ),
+        ProviderPreset(
+            name="vllm",
+            label="vLLM",
+            base_url="http://127.0.0.1:8000/v1",
+            key_env="VLLM_API_KEY",
+            default_model="default",
+            fast_model="default",
+            needs_key=False,
+        ),
+        ProviderPreset(
+            name="sglang",
+            label="SGLang",
+            base_url="http://127.0.0.1:30000/v1",
+            key_env="SGLANG_API_KEY",
+            default_model="default",
+            fast_model="default",
+            needs_key=False,
+        ),
+        ProviderPreset(
+            name="llamacpp",
+            label="llama.cpp server",
+            base_url="http://127.0.0.1:8080/v1",
+            key_env="LLAMACPP_API_KEY",
+            default_model="default",
+            fast_model="default",
+            needs_key=False,
+        ),
+        ProviderPreset(
+            name="custom",
+            label="Custom endpoint",
+            base_url="",
+            key_env=None,
+            default_model="",
+            fast_model="",
+            needs_key=False,
+        ),
+    )
+}
+
+DEFAULT_PROVIDER = "deepseek"
+
+
+def preset_for(name: str) -> ProviderPreset:
+    """Return the preset called `name` (case-insensitive); KeyError lists the known names."""
+    try:
+        return PRESETS[name.strip().lower()]
+    except KeyError:
+        known = ", ".join(PRESETS)
+        raise KeyError(f"Unknown provider '{name}'. Known providers: {known}.") from None

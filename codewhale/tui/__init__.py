@@ -1,0 +1,1 @@
+"""The Textual user interface. Nothing outside this package imports Textual."""

@@ -1,0 +1,20 @@
+"""Shared fixtures: every test runs with its own user dirs and no provider env vars."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_PROVIDER_ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_MODEL", "_PROVIDER", "_MEMORY")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Point CODEWHALE_HOME at a fresh dir and drop env vars that would change config."""
+    home = tmp_path_factory.mktemp("codewhale-home")
+    for name in list(os.environ):
+        if name.startswith(("CODEWHALE_", "DEEPSEEK_")) or name.endswith(_PROVIDER_ENV_SUFFIXES):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CODEWHALE_HOME", str(home))
+    return home
