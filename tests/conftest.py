@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.support.fixtures"]
+
 _PROVIDER_ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_MODEL", "_PROVIDER", "_MEMORY")
 
 
