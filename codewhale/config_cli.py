@@ -1,0 +1,164 @@
+"""`codewhale config show | path | init`: plain text, no UI or network imports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from codewhale.atomic import atomic_write_text
+from codewhale.config import ConfigError, LoadedConfig, load_config, redact_secret
+from codewhale.paths import user_config_file, user_dirs
+
+_SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie")
+
+USAGE = """usage: codewhale config ACTION
+
+  show [--json]   the effective config, each value with its source (secrets redacted)
+  path            where config files and user directories are
+  init [--force]  write a starter user config file
+"""
+
+
+def run_config_command(args: argparse.Namespace) -> int:
+    action = getattr(args, "config_command", None)
+    if action is None:
+        print(USAGE, file=sys.stderr, end="")
+        return 2
+    if action == "init":
+        return _init(force=args.force)
+    try:
+        loaded = load_config(workspace=_workspace(args), overrides=_overrides(args))
+    except ConfigError as error:
+        print(f"codewhale: config error: {error}", file=sys.stderr)
+        return 2
+    if action == "path":
+        _print_paths(loaded)
+        return 0
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(_show_json(loaded) if args.json else _show_text(loaded))
+    return 0
+
+
+def _workspace(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
+    names = ("provider", "model", "base_url")
+    return {name: value for name in names if (value := getattr(args, name, None)) is not None}
+
+
+def effective_values(loaded: LoadedConfig) -> dict[str, Any]:
+    """The config as nested plain data, preset defaults filled in and secrets redacted."""
+    values = loaded.config.model_dump()
+    settings = loaded.provider_settings()
+    values.update(base_url=settings.base_url, model=settings.model, fast_model=settings.fast_model)
+    if values["api_key"]:
+        values["api_key"] = redact_secret(values["api_key"])
+    values["headers"] = {
+        name: redact_secret(value) if _is_secret_header(name) else value
+        for name, value in values["headers"].items()
+    }
+    return values
+
+
+def _is_secret_header(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_HEADER_WORDS)
+
+
+def _show_json(loaded: LoadedConfig) -> str:
+    document = {
+        "values": effective_values(loaded),
+        "sources": dict(loaded.sources),
+        "warnings": list(loaded.warnings),
+        "files": {
+            "user": str(loaded.user_file),
+            "project": str(loaded.project_file) if loaded.project_file else None,
+        },
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def _show_text(loaded: LoadedConfig) -> str:
+    values = effective_values(loaded)
+    top = [(key, value) for key, value in values.items() if not isinstance(value, dict)]
+    top.append(("headers", values["headers"]))
+    blocks = [_table_block("", top, loaded)]
+    for section, table in values.items():
+        if isinstance(table, dict) and section != "headers":
+            blocks.append(_table_block(section, list(table.items()), loaded))
+    return "\n\n".join(blocks)
+
+
+def _table_block(section: str, items: list[tuple[str, Any]], loaded: LoadedConfig) -> str:
+    rows = []
+    for key, value in items:
+        dotted = f"{section}.{key}" if section else key
+        rows.append((f"{key} = {_toml_value(value)}", loaded.sources.get(dotted, "default")))
+    width = max(len(left) for left, _ in rows)
+    lines = [f"[{section}]"] if section else []
+    lines += [f"{left.ljust(width)}  # {source}" for left, source in rows]
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _print_paths(loaded: LoadedConfig) -> None:
+    dirs = user_dirs()
+
+    def mark(path: Path | None) -> str:
+        if path is None:
+            return "(no workspace)"
+        return f"{path}" + ("" if path.exists() else "  (not created yet)")
+
+    print(f"user config      {mark(loaded.user_file)}")
+    print(f"project config   {mark(loaded.project_file)}")
+    print(f"config dir       {dirs.config_dir}")
+    print(f"data dir         {dirs.data_dir}")
+    print(f"state dir        {dirs.state_dir}")
+    print(f"cache dir        {dirs.cache_dir}")
+
+
+def starter_config() -> dict[str, Any]:
+    """The keys most people change first, at their defaults."""
+    return {
+        "provider": "deepseek",
+        "network": {"max_retries": 4, "stream_idle_timeout_secs": 90},
+        "subagents": {"max_concurrent": 20, "api_timeout_secs": 120},
+        "memory": {"enabled": False},
+        "tui": {"sidebar": True, "theme": "textual-dark"},
+    }
+
+
+def _init(*, force: bool) -> int:
+    import tomli_w
+
+    path = user_config_file(user_dirs())
+    if path.exists() and not force:
+        print(
+            f"codewhale: {path} already exists; not overwriting it. "
+            "Edit it, or run `codewhale config init --force` to replace it.",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        atomic_write_text(path, tomli_w.dumps(starter_config()), mode=0o600)
+    except OSError as error:
+        print(f"codewhale: cannot write {path}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    print(f"Wrote {path}")
+    print("Every key and its default: config.example.toml in the source tree or docs/CONFIG.md.")
+    print("Add api_key = \"...\" there, or set DEEPSEEK_API_KEY in your environment.")
+    return 0

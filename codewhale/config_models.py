@@ -1,0 +1,188 @@
+"""The shape of config.toml: pydantic models, their defaults and their bounds.
+
+Numbers outside their bounds are clamped (with a note naming the key); values
+of the wrong type are validation errors. Notes are collected in the validation
+context under "notes" as (dotted_key, message) pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from codewhale.providers.presets import DEFAULT_PROVIDER, PRESETS
+
+PROVIDER_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp"}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Inclusive range a number is clamped into."""
+
+    low: float
+    high: float
+
+
+def _note(info: ValidationInfo, key: str, message: str) -> None:
+    if info.context is not None:
+        info.context.setdefault("notes", []).append((key, message))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class Section(BaseModel):
+    """A config table: strict types, unknown keys rejected, bounded numbers clamped."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    section: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clamp_bounded_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, field in cls.model_fields.items():
+            bounds = next((m for m in field.metadata if isinstance(m, Bounds)), None)
+            value = data.get(name)
+            if bounds is None or not _is_number(value):
+                continue
+            clamped = min(max(value, bounds.low), bounds.high)
+            if clamped != value:
+                clamped = type(value)(clamped)
+                side = "below the minimum" if value < bounds.low else "above the maximum"
+                edge = bounds.low if value < bounds.low else bounds.high
+                _note(
+                    info,
+                    cls._dotted(name),
+                    f"{cls._dotted(name)} = {value} is {side} {edge:g}; using {clamped:g}",
+                )
+                data[name] = clamped
+        return data
+
+    @classmethod
+    def _dotted(cls, name: str) -> str:
+        return f"{cls.section}.{name}" if cls.section else name
+
+
+class NetworkConfig(Section):
+    section: ClassVar[str] = "network"
+    connect_timeout_secs: Annotated[float, Bounds(1, 120)] = 10.0
+    stream_idle_timeout_secs: Annotated[float, Bounds(5, 1800)] = 90.0
+    max_retries: Annotated[int, Bounds(0, 10)] = 4
+    retry_deadline_secs: Annotated[float, Bounds(1, 1800)] = 120.0
+
+
+MAX_SUBAGENTS = 20
+DEFAULT_API_TIMEOUT_SECS = 120
+
+
+class SubagentsConfig(Section):
+    section: ClassVar[str] = "subagents"
+    max_concurrent: Annotated[int, Bounds(1, MAX_SUBAGENTS)] = MAX_SUBAGENTS
+    launch_concurrency: int | None = None
+    api_timeout_secs: Annotated[int, Bounds(0, 1800)] = DEFAULT_API_TIMEOUT_SECS
+    heartbeat_timeout_secs: Annotated[int, Bounds(30, 3600)] = 300
+    default_model: str | None = None
+    worker_model: str | None = None
+    explorer_model: str | None = None
+    awaiter_model: str | None = None
+    review_model: str | None = None
+    custom_model: str | None = None
+    models: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("models")
+    @classmethod
+    def _normalise_role_keys(cls, models: dict[str, str]) -> dict[str, str]:
+        return {key.strip().lower(): value for key, value in models.items()}
+
+    @model_validator(mode="after")
+    def _relate_limits(self, info: ValidationInfo) -> SubagentsConfig:
+        """Rules that tie one limit to another (the model is frozen, so rebuild via dict)."""
+        values = self.__dict__
+        if self.api_timeout_secs == 0:
+            values["api_timeout_secs"] = DEFAULT_API_TIMEOUT_SECS
+        launch = self.launch_concurrency
+        if launch is None:
+            values["launch_concurrency"] = self.max_concurrent
+        elif not 1 <= launch <= self.max_concurrent:
+            values["launch_concurrency"] = min(max(launch, 1), self.max_concurrent)
+            _note(
+                info,
+                "subagents.launch_concurrency",
+                f"subagents.launch_concurrency = {launch} is outside 1..{self.max_concurrent} "
+                f"(max_concurrent); using {values['launch_concurrency']}",
+            )
+        floor = values["api_timeout_secs"] + 30
+        if self.heartbeat_timeout_secs < floor:
+            _note(
+                info,
+                "subagents.heartbeat_timeout_secs",
+                f"subagents.heartbeat_timeout_secs = {self.heartbeat_timeout_secs} must be at "
+                f"least api_timeout_secs + 30; using {floor}",
+            )
+            values["heartbeat_timeout_secs"] = floor
+        return self
+
+
+class MemoryConfig(Section):
+    section: ClassVar[str] = "memory"
+    enabled: bool = False
+
+
+class RlmConfig(Section):
+    section: ClassVar[str] = "rlm"
+    child_model: str | None = None
+    sub_query_timeout_secs: Annotated[int, Bounds(1, 600)] = 120
+    sub_rlm_max_depth: Annotated[int, Bounds(0, 3)] = 1
+
+
+class TuiConfig(Section):
+    section: ClassVar[str] = "tui"
+    sidebar: bool = True
+    theme: str = "textual-dark"
+    show_reasoning: bool = True
+
+
+class Config(Section):
+    """The whole effective configuration."""
+
+    provider: str = DEFAULT_PROVIDER
+    model: str | None = None
+    fast_model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    allow_insecure_http: bool = False
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    rlm: RlmConfig = Field(default_factory=RlmConfig)
+    tui: TuiConfig = Field(default_factory=TuiConfig)
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, name: str) -> str:
+        key = PROVIDER_ALIASES.get(name.strip().lower(), name.strip().lower())
+        if key not in PRESETS:
+            raise ValueError(f"unknown provider '{name}'; known providers: {', '.join(PRESETS)}")
+        return key
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(f"'{url}' is not an http:// or https:// URL")
+        return url
+
+
+# Keys a project overlay may not set: a cloned repository must not be able to
+# send your API key (or your code) to a server of its choosing.
+PROJECT_FORBIDDEN_KEYS = ("provider", "base_url", "api_key", "headers", "allow_insecure_http")
+
+# Tables whose keys are free-form (no unknown-key warnings inside them).
+FREE_FORM_TABLES = ("headers", "subagents.models")
