@@ -244,8 +244,11 @@ def _validate(merged: dict[str, Any], origin: dict[str, Layer], warnings: list[s
         config = Config.model_validate(merged, context=context)
     except ValidationError as error:
         raise ConfigError(_describe_validation_error(error, merged, origin)) from None
-    for key, message in context["notes"]:
-        layer = _layer_for(key, origin)
+    for keys, message in context["notes"]:
+        # Blame the first cause a person actually set (a default cannot be edited).
+        key, layer = next(
+            ((key, origin[key]) for key in keys if key in origin), (keys[0], Layer("default", {}))
+        )
         where = layer.path or f"{layer.label} {_env_name(layer, key)}".strip()
         warnings.append(f"{where}: {message}")
     return config

@@ -2,7 +2,7 @@
 
 Numbers outside their bounds are clamped (with a note naming the key); values
 of the wrong type are validation errors. Notes are collected in the validation
-context under "notes" as (dotted_key, message) pairs.
+context under "notes" as (dotted_keys, message) pairs.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ class Bounds:
     high: float
 
 
-def _note(info: ValidationInfo, key: str, message: str) -> None:
+def _note(info: ValidationInfo, keys: tuple[str, ...], message: str) -> None:
+    """Record an adjustment; `keys` are the settings that caused it, most direct first."""
     if info.context is not None:
-        info.context.setdefault("notes", []).append((key, message))
+        info.context.setdefault("notes", []).append((keys, message))
 
 
 def _is_number(value: Any) -> bool:
@@ -58,7 +59,7 @@ class Section(BaseModel):
                 edge = bounds.low if value < bounds.low else bounds.high
                 _note(
                     info,
-                    cls._dotted(name),
+                    (cls._dotted(name),),
                     f"{cls._dotted(name)} = {value} is {side} {edge:g}; using {clamped:g}",
                 )
                 data[name] = clamped
@@ -113,7 +114,7 @@ class SubagentsConfig(Section):
             values["launch_concurrency"] = min(max(launch, 1), self.max_concurrent)
             _note(
                 info,
-                "subagents.launch_concurrency",
+                ("subagents.launch_concurrency", "subagents.max_concurrent"),
                 f"subagents.launch_concurrency = {launch} is outside 1..{self.max_concurrent} "
                 f"(max_concurrent); using {values['launch_concurrency']}",
             )
@@ -121,7 +122,7 @@ class SubagentsConfig(Section):
         if self.heartbeat_timeout_secs < floor:
             _note(
                 info,
-                "subagents.heartbeat_timeout_secs",
+                ("subagents.heartbeat_timeout_secs", "subagents.api_timeout_secs"),
                 f"subagents.heartbeat_timeout_secs = {self.heartbeat_timeout_secs} must be at "
                 f"least api_timeout_secs + 30; using {floor}",
             )
