@@ -160,5 +160,5 @@ def _init(*, force: bool) -> int:
         return 1
     print(f"Wrote {path}")
     print("Every key and its default: config.example.toml in the source tree or docs/CONFIG.md.")
-    print("Add api_key = \"...\" there, or set DEEPSEEK_API_KEY in your environment.")
+    print('Add api_key = "..." there, or set DEEPSEEK_API_KEY in your environment.')
     return 0

@@ -68,7 +68,7 @@ def documents(draw) -> str:
     if draw(st.integers(0, 9)) == 0:
         return draw(st.text(max_size=80))
     document: dict = {}
-    for section in draw(st.lists(st.sampled_from(list(KNOWN_KEYS) + ["bogus"]), max_size=4)):
+    for section in draw(st.lists(st.sampled_from([*list(KNOWN_KEYS), "bogus"]), max_size=4)):
         table = draw(st.dictionaries(key_names, values, max_size=4))
         if section:
             document[section] = draw(st.one_of(st.just(table), values))
