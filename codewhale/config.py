@@ -365,16 +365,16 @@ def _drop_keys(data: dict[str, Any], dotted_keys: set[str], prefix: str = "") ->
 
 
 def _suggestion(dotted: str) -> str:
-    known = list(_known_keys(Config))
+    known = list(known_keys(Config))
     close = difflib.get_close_matches(dotted, known, n=1, cutoff=0.75)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _known_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+def known_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
     for name, field in model.model_fields.items():
         nested = field.annotation
         if isinstance(nested, type) and issubclass(nested, BaseModel):
-            yield from _known_keys(nested, f"{prefix}{name}.")
+            yield from known_keys(nested, f"{prefix}{name}.")
         else:
             yield f"{prefix}{name}"
 
@@ -386,7 +386,7 @@ def _sources(config: Config, origin: dict[str, Layer]) -> dict[str, str]:
     """Label every effective key with the layer it came from."""
     preset_derived = {"model", "fast_model", "base_url"}
     sources = {}
-    for dotted in _known_keys(Config):
+    for dotted in known_keys(Config):
         layer = origin.get(dotted)
         if layer is None:
             unset = _lookup(config.model_dump(), dotted) is None
