@@ -150,10 +150,16 @@ def _file_layer(path: Path, kind: str, warnings: list[str]) -> Layer:
 
 
 def _without_forbidden_keys(layer: Layer, warnings: list[str]) -> Layer:
-    data = dict(layer.data)
+    data = {
+        key: dict(value) if isinstance(value, dict) else value for key, value in layer.data.items()
+    }
     for key in PROJECT_FORBIDDEN_KEYS:
-        if key in data:
-            del data[key]
+        *tables, leaf = key.split(".")
+        table = data
+        for name in tables:
+            table = table.get(name) if isinstance(table.get(name), dict) else {}
+        if leaf in table:
+            del table[leaf]
             warnings.append(
                 f"{layer.path}: '{key}' is ignored in a project config: a cloned repository "
                 "must not be able to redirect your API key or requests. Set it in your user "

@@ -76,6 +76,7 @@ class NetworkConfig(Section):
     stream_idle_timeout_secs: Annotated[float, Bounds(5, 1800)] = 90.0
     max_retries: Annotated[int, Bounds(0, 10)] = 4
     retry_deadline_secs: Annotated[float, Bounds(1, 1800)] = 120.0
+    allow_private: bool = False
 
 
 MAX_SUBAGENTS = 20
@@ -183,7 +184,15 @@ class Config(Section):
 
 # Keys a project overlay may not set: a cloned repository must not be able to
 # send your API key (or your code) to a server of its choosing.
-PROJECT_FORBIDDEN_KEYS = ("provider", "base_url", "api_key", "headers", "allow_insecure_http")
+# Likewise it may not open the user's private network to fetch_url.
+PROJECT_FORBIDDEN_KEYS = (
+    "provider",
+    "base_url",
+    "api_key",
+    "headers",
+    "allow_insecure_http",
+    "network.allow_private",
+)
 
 # Tables whose keys are free-form (no unknown-key warnings inside them).
 FREE_FORM_TABLES = ("headers", "subagents.models")

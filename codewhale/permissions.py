@@ -1,0 +1,189 @@
+"""What a tool call may do: modes, approval classes, workspace confinement, shell classes.
+
+Enforced where tools execute, so the parent, children, `exec` and tests share
+one set of rules.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+
+class Mode(StrEnum):
+    """Plan: read-only. Agent: writes auto, shell and network ask. YOLO: everything auto."""
+
+    PLAN = "plan"
+    AGENT = "agent"
+    YOLO = "yolo"
+
+    def next(self) -> Mode:
+        order = list(Mode)
+        return order[(order.index(self) + 1) % len(order)]
+
+
+class ApprovalClass(StrEnum):
+    """How risky a tool is: reads, file writes, or running code / touching the network."""
+
+    AUTO = "auto"
+    SUGGEST = "suggest"
+    REQUIRED = "required"
+
+
+class Verdict(StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str = ""
+
+
+def decide(approval: ApprovalClass, mode: Mode, *, plan_artifact: bool = False) -> Decision:
+    """Whether a tool of this class runs, asks first, or is refused in `mode`."""
+    if approval is ApprovalClass.AUTO or mode is Mode.YOLO:
+        return Decision(Verdict.ALLOW)
+    if mode is Mode.PLAN:
+        if plan_artifact:
+            return Decision(Verdict.ALLOW)
+        what = "write files" if approval is ApprovalClass.SUGGEST else "run commands or fetch URLs"
+        return Decision(
+            Verdict.DENY,
+            f"Plan mode is read-only: tools that {what} are disabled. "
+            "Describe the change instead, or ask the user to switch to Agent mode.",
+        )
+    if approval is ApprovalClass.SUGGEST:
+        return Decision(Verdict.ALLOW)
+    return Decision(Verdict.ASK, "Agent mode asks before running commands or using the network.")
+
+
+class PathEscapeError(ValueError):
+    """A path that resolves outside the workspace."""
+
+
+def confine(workspace: Path, raw: str | os.PathLike[str]) -> Path:
+    """Resolve `raw` against the workspace; refuse anything that lands outside it.
+
+    Symlinks are resolved first, so a link inside the workspace that points out
+    is refused just like `../`.
+    """
+    root = Path(workspace).resolve()
+    text = os.fspath(raw)
+    if "\x00" in text:
+        raise PathEscapeError("path contains a NUL byte")
+    candidate = Path(text).expanduser()
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    resolved = candidate.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise PathEscapeError(
+            f"'{text}' resolves to {resolved}, outside the workspace {root}; "
+            "tools may only touch files inside the workspace."
+        )
+    return resolved
+
+
+def relative_to_workspace(workspace: Path, path: Path) -> str:
+    """A path as the model should see it: relative to the workspace root, with `/`."""
+    try:
+        return path.relative_to(Path(workspace).resolve()).as_posix() or "."
+    except ValueError:
+        return path.as_posix()
+
+
+class CommandClass(StrEnum):
+    READ_ONLY = "read_only"
+    TEST = "test"
+    OTHER = "other"
+
+
+# Programs that only read. Left out on purpose: env (runs any command), sort/uniq/
+# tree/xxd (can write an output file), file (-C writes), date (-s sets the clock).
+_READ_ONLY_PROGRAMS = frozenset(
+    [
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "rg",
+        "find",
+        "pwd",
+        "echo",
+        "stat",
+        "du",
+        "df",
+        "which",
+        "basename",
+        "dirname",
+        "realpath",
+        "cut",
+        "diff",
+        "cmp",
+        "nl",
+        "od",
+        "sha256sum",
+        "md5sum",
+        "true",
+    ]
+)
+# Options that make an otherwise read-only program write or execute.
+_UNSAFE_OPTION_PREFIXES = ("--output", "--pre", "--exec")
+_GIT_READ_ONLY = frozenset(
+    ["status", "log", "diff", "show", "blame", "branch", "rev-parse", "ls-files", "grep"]
+)
+_FIND_WRITES = frozenset(
+    ["-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"]
+)
+_SHELL_OPERATORS = ("|", "&", ";", ">", "<", "`", "$(", "\n")
+_TEST_PREFIXES = (
+    ("pytest",),
+    ("python", "-m", "pytest"),
+    ("python3", "-m", "pytest"),
+    ("cargo", "test"),
+    ("go", "test"),
+    ("npm", "test"),
+    ("npm", "run", "test"),
+    ("make", "test"),
+    ("tox",),
+)
+
+
+def classify_command(command: str) -> CommandClass:
+    """Prove a command read-only or a test run; anything unprovable is OTHER."""
+    if any(operator in command for operator in _SHELL_OPERATORS):
+        return CommandClass.OTHER
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return CommandClass.OTHER
+    if not words:
+        return CommandClass.OTHER
+    program = os.path.basename(words[0])
+    if any(word.startswith(_UNSAFE_OPTION_PREFIXES) for word in words[1:]):
+        return CommandClass.OTHER
+    if program == "git":
+        return CommandClass.READ_ONLY if _is_read_only_git(words[1:]) else CommandClass.OTHER
+    if program == "find":
+        return CommandClass.OTHER if _FIND_WRITES & set(words) else CommandClass.READ_ONLY
+    if program in _READ_ONLY_PROGRAMS:
+        return CommandClass.READ_ONLY
+    normalised = (program, *words[1:])
+    if any(normalised[: len(prefix)] == prefix for prefix in _TEST_PREFIXES):
+        return CommandClass.TEST
+    return CommandClass.OTHER
+
+
+def _is_read_only_git(arguments: list[str]) -> bool:
+    subcommand = next((word for word in arguments if not word.startswith("-")), None)
+    if subcommand not in _GIT_READ_ONLY:
+        return False
+    # `git branch NAME` creates a branch; only listing forms are read-only.
+    return subcommand != "branch" or all(word.startswith("-") for word in arguments[1:])

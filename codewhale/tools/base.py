@@ -1,0 +1,135 @@
+"""What every tool shares: its schema, its approval class, its context and its result."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from codewhale.handles import HandleStore
+from codewhale.permissions import ApprovalClass, CommandClass, Mode, confine
+from codewhale.tools.journal import ChangeJournal
+from codewhale.work_state import WorkState
+
+
+class ToolError(Exception):
+    """A failure the model can act on; its message becomes the tool result."""
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may use; one per engine (children get their own)."""
+
+    workspace: Path
+    session_id: str
+    handles: HandleStore = field(default_factory=HandleStore)
+    mode: Mode = Mode.AGENT
+    work: WorkState = field(default_factory=WorkState)
+    journal: ChangeJournal = field(default_factory=ChangeJournal)
+    memory_file: Path | None = None
+    memory_enabled: bool = False
+    allow_private_network: bool = False
+    # None: any command; otherwise the strongest command class allowed (roles).
+    shell_ceiling: CommandClass | None = None
+    # Shown in refusals so the model knows which posture refused it.
+    posture_name: str = ""
+
+    def path(self, raw: Any) -> Path:
+        """A workspace-confined path from a model-supplied string."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolError("path must be a non-empty string")
+        try:
+            return confine(self.workspace, raw.strip())
+        except ValueError as error:
+            raise ToolError(str(error)) from None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """`output` goes back to the model; `display` (e.g. a diff) is for the UI."""
+
+    output: str
+    ok: bool = True
+    display: str | None = None
+
+
+class Tool(ABC):
+    """One model-callable function."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[dict[str, Any]]
+    approval: ClassVar[ApprovalClass] = ApprovalClass.AUTO
+    # Plan-mode exception for tools that only write plan artifacts.
+    plan_artifact: ClassVar[bool] = False
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def summary(self, arguments: Mapping[str, Any]) -> str:
+        """The key argument, for compact display and approval prompts."""
+        for key in ("path", "command", "url", "pattern", "query", "note"):
+            if isinstance(arguments.get(key), str):
+                return arguments[key]
+        return ""
+
+    @abstractmethod
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Do the work; raise ToolError for anything the model should correct."""
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def check_arguments(schema: Mapping[str, Any], arguments: Any) -> None:
+    """Enough JSON-schema checking to give the model precise corrections."""
+    if not isinstance(arguments, dict):
+        raise ToolError("arguments must be a JSON object")
+    missing = [key for key in schema.get("required", ()) if key not in arguments]
+    if missing:
+        raise ToolError(f"missing required field(s): {', '.join(missing)}")
+    properties = schema.get("properties", {})
+    for key, value in arguments.items():
+        spec = properties.get(key)
+        if spec is None:
+            continue
+        expected = spec.get("type")
+        names = expected if isinstance(expected, list) else [expected] if expected else []
+        allowed = tuple(t for name in names for t in _JSON_TYPES.get(name, ()))
+        if names and "null" in names and value is None:
+            continue
+        if allowed and (
+            not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)
+        ):
+            raise ToolError(f"field '{key}' must be {' or '.join(names)}, got {_kind(value)}")
+        if "enum" in spec and value not in spec["enum"]:
+            choices = ", ".join(map(str, spec["enum"]))
+            raise ToolError(f"field '{key}' must be one of: {choices}")
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

@@ -1,0 +1,153 @@
+"""edit_file: replace one block of text, tolerating the whitespace slips models make.
+
+Matching tiers, tried in order until one finds something:
+1. exact: the old text appears verbatim;
+2. whitespace-normalized: lines equal once runs of spaces/tabs collapse and
+   trailing whitespace is dropped;
+3. indentation-flexible: lines equal ignoring leading indentation; the new text
+   is re-indented by the difference.
+More than one match in the first tier that matches is an error listing where.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from codewhale.permissions import ApprovalClass, relative_to_workspace
+from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.tools.files import read_text, write_with_journal
+
+
+@dataclass(frozen=True)
+class Match:
+    """Lines [start, end) of the file, and the replacement text for them."""
+
+    start: int
+    end: int
+    replacement: str
+
+
+def _collapse(line: str) -> str:
+    return re.sub(r"[ \t]+", " ", line.strip(" \t\r\n")) if line.strip() else ""
+
+
+def _stripped(line: str) -> str:
+    return line.strip()
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _block_matches(
+    lines: list[str], old_lines: list[str], normalise: Callable[[str], str]
+) -> list[int]:
+    wanted = [normalise(line) for line in old_lines]
+    size = len(wanted)
+    have = [normalise(line) for line in lines]
+    return [i for i in range(len(lines) - size + 1) if have[i : i + size] == wanted]
+
+
+def _reindent(new_text: str, old_first: str, file_first: str) -> str:
+    """Shift every line of `new_text` by the indentation the match differed by."""
+    old_indent, file_indent = _indent(old_first), _indent(file_first)
+    out = []
+    for line in new_text.split("\n"):
+        if line.startswith(old_indent) and line.strip():
+            line = file_indent + line[len(old_indent) :]
+        elif line.strip():
+            line = file_indent + line.lstrip(" \t")
+        out.append(line)
+    return "\n".join(out)
+
+
+def find_matches(content: str, old: str, new: str) -> tuple[str, list[Match]]:
+    """The first tier that matches, and every match it found."""
+    if old in content:
+        matches, start = [], 0
+        while (found := content.find(old, start)) >= 0:
+            line = content.count("\n", 0, found)
+            matches.append(Match(line, line + old.count("\n") + 1, new))
+            start = found + len(old)
+        return "exact", matches
+    lines = content.split("\n")
+    old_lines = old.strip("\n").split("\n")
+    new_block = new.strip("\n")
+    for tier, normalise in (("whitespace", _collapse), ("indentation", _stripped)):
+        starts = _block_matches(lines, old_lines, normalise)
+        if starts:
+            return tier, [
+                Match(
+                    s,
+                    s + len(old_lines),
+                    _reindent(new_block, old_lines[0], lines[s])
+                    if tier == "indentation"
+                    else new_block,
+                )
+                for s in starts
+            ]
+    return "none", []
+
+
+def apply_edit(content: str, old: str, new: str, replace_all: bool = False) -> tuple[str, str]:
+    """The edited content and the tier that matched; ToolError when none or ambiguous."""
+    if not old:
+        raise ToolError("old_string must not be empty; use write_file to create a file")
+    if old == new:
+        raise ToolError("old_string and new_string are identical; nothing to change")
+    tier, matches = find_matches(content, old, new)
+    if not matches:
+        raise ToolError(
+            "old_string was not found (also tried ignoring whitespace and indentation). "
+            "Re-read the file and copy the exact text."
+        )
+    if len(matches) > 1 and not replace_all:
+        where = ", ".join(str(m.start + 1) for m in matches[:20])
+        raise ToolError(
+            f"old_string matches {len(matches)} places (starting at lines {where}); "
+            "include more surrounding lines to make it unique, or set replace_all: true"
+        )
+    if tier == "exact":
+        count = -1 if replace_all else 1
+        return content.replace(old, new, count), tier
+    lines = content.split("\n")
+    for match in reversed(matches):
+        lines[match.start : match.end] = match.replacement.split("\n")
+    return "\n".join(lines), tier
+
+
+class EditFile(Tool):
+    name = "edit_file"
+    description = (
+        "Replace old_string with new_string in a file. old_string must identify one place "
+        "(add surrounding lines if needed) unless replace_all is true. Small whitespace or "
+        "indentation differences are tolerated. Returns a unified diff."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "old_string": {"type": "string", "description": "text to replace"},
+            "new_string": {"type": "string", "description": "replacement text"},
+            "replace_all": {"type": "boolean", "description": "replace every match"},
+        },
+        "required": ["path", "old_string", "new_string"],
+    }
+    approval = ApprovalClass.SUGGEST
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        path = context.path(arguments["path"])
+        content = read_text(path)
+        updated, tier = apply_edit(
+            content,
+            arguments["old_string"],
+            arguments["new_string"],
+            bool(arguments.get("replace_all")),
+        )
+        diff = write_with_journal(context, path, updated)
+        name = relative_to_workspace(context.workspace, path)
+        note = "" if tier == "exact" else f" (matched after normalising {tier})"
+        return ToolResult(f"Edited {name}{note}.\n{diff}", display=diff)

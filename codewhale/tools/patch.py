@@ -1,0 +1,156 @@
+"""apply_patch: a multi-file unified diff, applied completely or not at all."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from codewhale.permissions import ApprovalClass
+from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.tools.files import read_text
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass
+class Hunk:
+    old_start: int
+    lines: list[str] = field(default_factory=list)  # each begins with ' ', '-' or '+'
+
+    def old_block(self) -> list[str]:
+        return [line[1:] for line in self.lines if line[:1] in (" ", "-")]
+
+    def new_block(self) -> list[str]:
+        return [line[1:] for line in self.lines if line[:1] in (" ", "+")]
+
+
+@dataclass
+class FilePatch:
+    old_path: str | None
+    new_path: str | None
+    hunks: list[Hunk] = field(default_factory=list)
+
+
+def _strip_prefix(raw: str) -> str | None:
+    name = raw.split("\t", 1)[0].strip()
+    if name == "/dev/null":
+        return None
+    return name[2:] if name.startswith(("a/", "b/")) else name
+
+
+def parse_patch(text: str) -> list[FilePatch]:
+    """Split a unified diff into per-file hunks; ToolError on anything malformed."""
+    patches: list[FilePatch] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if (
+            line.startswith("--- ")
+            and index + 1 < len(lines)
+            and lines[index + 1].startswith("+++ ")
+        ):
+            patches.append(FilePatch(_strip_prefix(line[4:]), _strip_prefix(lines[index + 1][4:])))
+            index += 2
+            continue
+        if line.startswith("@@"):
+            match = _HUNK.match(line)
+            if not match or not patches:
+                raise ToolError(f"malformed hunk header at patch line {index + 1}: {line!r}")
+            hunk = Hunk(int(match.group(1)))
+            patches[-1].hunks.append(hunk)
+            index += 1
+            while index < len(lines) and not lines[index].startswith(("@@", "--- ", "diff ")):
+                body = lines[index]
+                if body.startswith("\\"):  # "\ No newline at end of file"
+                    index += 1
+                    continue
+                hunk.lines.append(body if body[:1] in (" ", "-", "+") else " " + body)
+                index += 1
+            continue
+        index += 1
+    if not patches:
+        raise ToolError("no file headers found; expected a unified diff with ---/+++ lines")
+    return patches
+
+
+def _apply_hunks(original: list[str], patch: FilePatch, label: str) -> list[str]:
+    result = list(original)
+    offset = 0
+    for number, hunk in enumerate(patch.hunks, start=1):
+        old, new = hunk.old_block(), hunk.new_block()
+        expected = max(hunk.old_start - 1 + offset, 0)
+        position = _locate(result, old, expected)
+        if position is None:
+            raise ToolError(
+                f"{label}: hunk {number} (at line {hunk.old_start}) does not match the file; "
+                "re-read the file and regenerate the patch"
+            )
+        result[position : position + len(old)] = new
+        offset += len(new) - len(old)
+    return result
+
+
+def _locate(lines: list[str], block: list[str], expected: int) -> int | None:
+    """Where `block` occurs, preferring the position nearest the hunk header's line."""
+    if not block:
+        return min(expected, len(lines))
+    size = len(block)
+    candidates = [i for i in range(len(lines) - size + 1) if lines[i : i + size] == block]
+    if not candidates:
+        candidates = [
+            i
+            for i in range(len(lines) - size + 1)
+            if [x.rstrip() for x in lines[i : i + size]] == [x.rstrip() for x in block]
+        ]
+    return min(candidates, key=lambda i: abs(i - expected)) if candidates else None
+
+
+class ApplyPatch(Tool):
+    name = "apply_patch"
+    description = (
+        "Apply a unified diff that may touch several files (create with --- /dev/null, "
+        "delete with +++ /dev/null). Either every hunk applies or nothing is written."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"patch": {"type": "string", "description": "unified diff text"}},
+        "required": ["patch"],
+    }
+    approval = ApprovalClass.SUGGEST
+
+    def summary(self, arguments: dict[str, Any]) -> str:
+        patch = arguments.get("patch")
+        return f"{patch.count('+++ ')} file(s)" if isinstance(patch, str) else ""
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        planned = []
+        for patch in parse_patch(arguments["patch"]):
+            target = patch.new_path or patch.old_path
+            if target is None:
+                raise ToolError("a file patch has /dev/null on both sides")
+            path = context.path(target)
+            if patch.old_path is None:
+                if path.exists():
+                    raise ToolError(f"{target}: patch creates it, but it already exists")
+                original = [""]  # an empty file; the join below ends it with a newline
+            else:
+                original = read_text(context.path(patch.old_path)).split("\n")
+            if patch.new_path is None:
+                planned.append((path, None, target))
+                continue
+            updated = _apply_hunks(original, patch, target)
+            planned.append((path, "\n".join(updated), target))
+        # Every hunk matched: only now touch the disk.
+        summary = []
+        for path, content, label in planned:
+            context.journal.before_write(path)
+            if content is None:
+                path.unlink()
+                summary.append(f"deleted {label}")
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content, encoding="utf-8")
+                summary.append(f"patched {label}")
+        return ToolResult("Applied patch: " + ", ".join(summary) + ".", display=arguments["patch"])

