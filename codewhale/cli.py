@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"codewhale {__version__}")
     _add_override_flags(parser)
+    _add_resume_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     config = commands.add_parser("config", help="show, locate or create the config file")
@@ -51,7 +52,41 @@ def build_parser() -> argparse.ArgumentParser:
     _add_override_flags(path)
     init = config_commands.add_parser("init", help="write a starter user config file")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    exec_parser = commands.add_parser("exec", help="run one prompt headless and print the answer")
+    _add_override_flags(exec_parser)
+    _add_resume_flags(exec_parser)
+    exec_parser.add_argument("prompt", help="the task; '-' reads it from stdin")
+    exec_parser.add_argument("--json", action="store_true", help="print one event per line")
+    exec_parser.add_argument(
+        "--mode", choices=["plan", "agent", "yolo"], help="plan (read-only), agent (default), yolo"
+    )
+    exec_parser.add_argument(
+        "--approve",
+        choices=["ask", "auto", "deny"],
+        default="deny",
+        help="how to answer approval requests (default: deny)",
+    )
+    exec_parser.add_argument("--max-steps", type=int, help="model requests allowed per turn")
+
+    sessions = commands.add_parser("sessions", help="list saved conversations")
+    sessions_commands = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
+    listing = sessions_commands.add_parser("list", help="sessions, newest first")
+    listing.add_argument("--all", action="store_true", help="every workspace, not just this one")
+    _add_override_flags(listing)
     return parser
+
+
+def _add_resume_flags(parser: argparse.ArgumentParser) -> None:
+    keep = argparse.SUPPRESS
+    parser.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        default=keep,
+        help="resume the latest session of this workspace",
+    )
+    parser.add_argument("--resume", metavar="ID", default=keep, help="resume session ID")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,6 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from codewhale.config_cli import run_config_command
 
         return run_config_command(args)
+    if args.command == "exec":
+        from codewhale.headless import run_exec
+
+        return run_exec(args)
+    if args.command == "sessions":
+        from codewhale.sessions.listing import run_sessions_command
+
+        return run_sessions_command(args)
     from codewhale.tui.launch import launch_tui
 
     return launch_tui(args)

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -128,9 +129,11 @@ class ChatClient:
         **params: Any,
     ) -> Completion:
         """Stream a response and return only the finished Completion."""
-        async for event in self.stream(messages, tools=tools, model=model, **params):
-            if isinstance(event, StreamFinished):
-                return event.completion
+        stream = self.stream(messages, tools=tools, model=model, **params)
+        async with aclosing(stream):
+            async for event in stream:
+                if isinstance(event, StreamFinished):
+                    return event.completion
         raise ProtocolError("the stream ended without a completion")  # pragma: no cover
 
     async def request(

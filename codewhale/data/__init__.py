@@ -1,0 +1,1 @@
+"""Packaged prompts and built-in agent definitions."""

@@ -1,0 +1,166 @@
+"""Run one response's tool calls: validate, check permissions, ask, execute, report.
+
+Read-only calls run concurrently; anything that writes or runs code runs one at
+a time in the order the model gave, so edits never race each other. Every
+failure becomes a tool result the model can read and correct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from codewhale.engine import events
+from codewhale.permissions import ApprovalClass, Verdict, decide
+from codewhale.providers.types import ToolCall
+from codewhale.sanitize import clean_text
+from codewhale.tools.base import ToolContext, ToolError, ToolResult, check_arguments
+from codewhale.tools.registry import ToolRegistry
+
+LARGE_OUTPUT_CHARS = 20_000
+PREVIEW_CHARS = 2_000
+_request_ids = itertools.count(1)
+
+
+@dataclass
+class Outcome:
+    call: ToolCall
+    result: ToolResult
+
+    def message(self) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": self.call.id, "content": self.result.output}
+
+
+@dataclass
+class ToolDispatcher:
+    tools: ToolRegistry
+    context: ToolContext
+    emit: Callable[[events.Event], None]
+    requester: str = "parent"
+    always_approved: set[str] = field(default_factory=set)
+
+    async def run(self, calls: Sequence[ToolCall]) -> list[Outcome]:
+        """Results in the calls' order; concurrent where every call in a run is read-only."""
+        outcomes: list[Outcome | None] = [None] * len(calls)
+        batch: list[int] = []
+
+        async def flush() -> None:
+            results = await asyncio.gather(*(self._run_one(calls[i]) for i in batch))
+            for index, outcome in zip(batch, results, strict=True):
+                outcomes[index] = outcome
+            batch.clear()
+
+        for index, call in enumerate(calls):
+            if self._is_read_only(call):
+                batch.append(index)
+                continue
+            await flush()
+            outcomes[index] = await self._run_one(call)
+        await flush()
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _is_read_only(self, call: ToolCall) -> bool:
+        return call.name in self.tools and self.tools.get(call.name).approval is ApprovalClass.AUTO
+
+    async def _run_one(self, call: ToolCall) -> Outcome:
+        started = time.monotonic()
+        self.emit(
+            events.ToolCallStarted(
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                summary=self._summary(call),
+            )
+        )
+        try:
+            result = await self._execute(call)
+        except ToolError as error:
+            result = ToolResult(f"Error: {error}", ok=False)
+        except asyncio.CancelledError:
+            self._finished(call, ToolResult("Cancelled by the user.", ok=False), started)
+            raise
+        except Exception as error:  # a tool bug must not end the turn; report it instead
+            result = ToolResult(
+                f"Error: {call.name} failed: {type(error).__name__}: {error}", ok=False
+            )
+        result = self._offload_if_large(call, result)
+        self._finished(call, result, started)
+        return Outcome(call, result)
+
+    def _finished(self, call: ToolCall, result: ToolResult, started: float) -> None:
+        self.emit(
+            events.ToolCallFinished(
+                call_id=call.id,
+                name=call.name,
+                ok=result.ok,
+                output_preview=clean_text(result.output[:400]),
+                duration_ms=int((time.monotonic() - started) * 1000),
+                display=result.display,
+            )
+        )
+
+    def _summary(self, call: ToolCall) -> str:
+        try:
+            arguments = json.loads(call.arguments or "{}")
+            tool = self.tools.get(call.name)
+        except (ValueError, ToolError):
+            return ""
+        return clean_text(tool.summary(arguments)) if isinstance(arguments, dict) else ""
+
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        tool = self.tools.get(call.name)
+        try:
+            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError as error:
+            raise ToolError(
+                f"the arguments are not valid JSON ({error}); resend the call with a JSON object"
+            ) from None
+        check_arguments(tool.parameters, arguments)
+        decision = decide(tool.approval, self.context.mode, plan_artifact=tool.plan_artifact)
+        if decision.verdict is Verdict.DENY:
+            raise ToolError(decision.reason)
+        if decision.verdict is Verdict.ASK and tool.name not in self.always_approved:
+            await self._ask(tool.name, tool.summary(arguments), call.arguments)
+        return await tool.run(arguments, self.context)
+
+    async def _ask(self, tool_name: str, summary: str, arguments: str) -> None:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        request_id = f"approval_{next(_request_ids)}"
+        self.emit(
+            events.ApprovalRequested(
+                request_id=request_id,
+                tool=tool_name,
+                summary=clean_text(summary),
+                arguments=arguments,
+                requester=self.requester,
+                _future=future,
+            )
+        )
+        decision = await future
+        self.emit(events.ApprovalResolved(request_id=request_id, tool=tool_name, decision=decision))
+        if decision == "approve_always":
+            self.always_approved.add(tool_name)
+        elif decision != "approve":
+            raise ToolError(
+                f"the user denied this {tool_name} call ({summary}). Do not retry it; "
+                "continue another way or ask the user."
+            )
+
+    def _offload_if_large(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        if len(result.output) <= LARGE_OUTPUT_CHARS:
+            return result
+        store = self.context.handles
+        session_id = self.context.session_id
+        name = store.next_name(session_id, "tool_output")
+        handle = store.put(session_id, name, result.output)
+        preview = result.output[:PREVIEW_CHARS]
+        text = (
+            f"{preview}\n[… output of {len(result.output)} characters stored as a handle; read "
+            f"more with handle_read]\n{json.dumps(handle)}"
+        )
+        return ToolResult(text, ok=result.ok, display=result.display)

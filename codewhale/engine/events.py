@@ -1,0 +1,138 @@
+"""The one event vocabulary: the TUI, `exec --json`, session files and records all read it.
+
+Every event has `type` and `ts` (Unix seconds). `to_dict()` gives the JSON shape
+documented in docs/EVENTS.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    type: ClassVar[str] = "event"
+    ts: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type}
+        for item in fields(self):
+            if not item.name.startswith("_"):
+                data[item.name] = getattr(self, item.name)
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnStarted(Event):
+    type: ClassVar[str] = "turn_started"
+    turn: int
+    prompt: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssistantDelta(Event):
+    type: ClassVar[str] = "assistant_delta"
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningDelta(Event):
+    type: ClassVar[str] = "reasoning_delta"
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssistantMessage(Event):
+    type: ClassVar[str] = "assistant_message"
+    content: str
+    reasoning: str = ""
+    tool_calls: int = 0
+    finish_reason: str = ""
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStarted(Event):
+    type: ClassVar[str] = "tool_call_started"
+    call_id: str
+    name: str
+    arguments: str
+    summary: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallFinished(Event):
+    type: ClassVar[str] = "tool_call_finished"
+    call_id: str
+    name: str
+    ok: bool
+    output_preview: str
+    duration_ms: int = 0
+    display: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequested(Event):
+    """Carries the request's future: whoever handles approvals resolves it."""
+
+    type: ClassVar[str] = "approval_requested"
+    request_id: str
+    tool: str
+    summary: str
+    arguments: str
+    requester: str = "parent"
+    _future: asyncio.Future[str] | None = field(default=None, compare=False, repr=False)
+
+    def resolve(self, decision: str) -> None:
+        """decision: 'approve', 'approve_always' or 'deny'."""
+        if self._future is not None and not self._future.done():
+            self._future.set_result(decision)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalResolved(Event):
+    type: ClassVar[str] = "approval_resolved"
+    request_id: str
+    tool: str
+    decision: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SteerAccepted(Event):
+    type: ClassVar[str] = "steer_accepted"
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentEvent(Event):
+    """A sub-agent mailbox envelope, relayed to the parent's consumers."""
+
+    type: ClassVar[str] = "agent_event"
+    envelope: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageEvent(Event):
+    type: ClassVar[str] = "usage"
+    input: int
+    output: int
+    cache_hit: int
+    cache_miss: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnComplete(Event):
+    type: ClassVar[str] = "turn_complete"
+    status: str  # completed | failed | interrupted | max_steps
+    steps: int
+    usage: dict[str, int]
+    final_text: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    message: str

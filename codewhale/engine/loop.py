@@ -1,0 +1,283 @@
+"""The turn loop: ask the model, run its tool calls, repeat until it answers.
+
+The engine owns the conversation. Callers talk to it through `run_turn`,
+`steer` (a user message at the next safe point), `queue` (a message for after
+the turn) and `cancel`; they observe it through events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from codewhale.engine import events
+from codewhale.engine.dispatch import ToolDispatcher
+from codewhale.providers.client import ChatClient
+from codewhale.providers.errors import ProviderError
+from codewhale.providers.types import (
+    Completion,
+    ReasoningDelta,
+    StreamFinished,
+    TextDelta,
+    Usage,
+)
+from codewhale.sessions.store import SessionWriter
+from codewhale.tools.base import ToolContext
+from codewhale.tools.registry import ToolRegistry
+
+DEFAULT_MAX_STEPS = 100
+MAX_TRUNCATIONS = 3
+CONTINUE_AFTER_LENGTH = (
+    "Your previous reply was cut off by the output length limit. Continue exactly where it "
+    "stopped, without repeating what you already wrote."
+)
+INTERRUPTED_NOTE = "[interrupted by the user]"
+
+
+@dataclass
+class TurnResult:
+    status: str  # completed | failed | interrupted | max_steps
+    steps: int
+    usage: Usage
+    final_text: str = ""
+    error: str = ""
+
+
+@dataclass
+class Engine:
+    client: ChatClient
+    tools: ToolRegistry
+    context: ToolContext
+    system_prompt: str
+    emit: Callable[[events.Event], None] = lambda event: None
+    model: str | None = None
+    max_steps: int = DEFAULT_MAX_STEPS
+    recorder: SessionWriter | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    _steers: deque[str] = field(default_factory=deque)
+    _queued: deque[str] = field(default_factory=deque)
+    _task: asyncio.Task[Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            self.messages.append({"role": "system", "content": self.system_prompt})
+        self.dispatcher = ToolDispatcher(self.tools, self.context, self._emit)
+
+    def _emit(self, event: events.Event) -> None:
+        if self.recorder is not None:
+            self.recorder.record_event(event.to_dict())
+        self.emit(event)
+
+    def _checkpoint(self, *, sync: bool = False) -> None:
+        """Persist new messages; fsync at turn boundaries."""
+        if self.recorder is not None:
+            self.recorder.record_messages(self.messages)
+            if sync:
+                self.recorder.sync()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    def steer(self, text: str) -> None:
+        """Add a user message to the running turn at its next safe point."""
+        self._steers.append(text)
+
+    def queue(self, text: str) -> None:
+        """Run `text` as a new turn once the current one ends."""
+        self._queued.append(text)
+
+    def cancel(self) -> bool:
+        """Stop the running turn (stream and tools); False if nothing was running."""
+        if self._task is None:
+            return False
+        self._task.cancel()
+        return True
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        """One user turn, then any queued ones; returns the last turn's result."""
+        result = await self._run_single(prompt)
+        while self._queued and result.status != "interrupted":
+            result = await self._run_single(self._queued.popleft())
+        return result
+
+    async def _run_single(self, prompt: str) -> TurnResult:
+        self.turns += 1
+        self.context.journal.begin_turn(self.turns)
+        self._task = asyncio.current_task()
+        self._emit(events.TurnStarted(turn=self.turns, prompt=prompt))
+        self.messages.append({"role": "user", "content": prompt})
+        state = _TurnState()
+        try:
+            result = await self._loop(state)
+        except asyncio.CancelledError:
+            if self._task is not None:
+                self._task.uncancel()
+            self._close_interrupted(state)
+            result = TurnResult("interrupted", state.steps, state.usage, state.partial_text)
+        finally:
+            self._task = None
+        self._checkpoint(sync=True)
+        if result.error:
+            self._emit(events.ErrorEvent(message=result.error))
+        self._emit(
+            events.TurnComplete(
+                status=result.status,
+                steps=result.steps,
+                usage=_usage_dict(result.usage),
+                final_text=result.final_text,
+            )
+        )
+        return result
+
+    async def _loop(self, state: _TurnState) -> TurnResult:
+        truncations = 0
+        while True:
+            self._accept_steers()
+            if state.steps >= self.max_steps:
+                return TurnResult(
+                    "max_steps",
+                    state.steps,
+                    state.usage,
+                    error=f"Stopped after {self.max_steps} steps (max_steps); "
+                    "ask to continue if more work is needed.",
+                )
+            state.steps += 1
+            try:
+                completion = await self._request(state)
+            except ProviderError as error:
+                return TurnResult("failed", state.steps, state.usage, error=error.message)
+            self.messages.append(_assistant_message(completion))
+            self._emit(
+                events.AssistantMessage(
+                    content=completion.content,
+                    reasoning=completion.reasoning,
+                    tool_calls=len(completion.tool_calls),
+                    finish_reason=completion.finish_reason,
+                )
+            )
+            if completion.finish_reason == "length" and not completion.tool_calls:
+                truncations += 1
+                if truncations >= MAX_TRUNCATIONS:
+                    return TurnResult(
+                        "failed",
+                        state.steps,
+                        state.usage,
+                        completion.content,
+                        error=f"The reply was cut off by the output limit {truncations} times "
+                        "in a row; ask for a shorter answer or split the task.",
+                    )
+                self.messages.append({"role": "user", "content": CONTINUE_AFTER_LENGTH})
+                continue
+            truncations = 0
+            if completion.finish_reason == "content_filter":
+                return TurnResult(
+                    "failed",
+                    state.steps,
+                    state.usage,
+                    completion.content,
+                    error="The provider's content filter stopped the reply.",
+                )
+            if not completion.tool_calls:
+                if self._steers:
+                    continue  # the user added something while the answer streamed
+                return TurnResult("completed", state.steps, state.usage, completion.content)
+            state.pending_calls = list(completion.tool_calls)
+            outcomes = await self.dispatcher.run(completion.tool_calls)
+            state.pending_calls = []
+            self.messages.extend(outcome.message() for outcome in outcomes)
+            self._checkpoint()
+
+    def _accept_steers(self) -> None:
+        while self._steers:
+            text = self._steers.popleft()
+            self.messages.append({"role": "user", "content": text})
+            self._emit(events.SteerAccepted(text=text))
+
+    async def _request(self, state: _TurnState) -> Completion:
+        state.partial_text = ""
+        stream = self.client.stream(self.messages, tools=self.tools.schemas(), model=self.model)
+        async with aclosing(stream):
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    state.partial_text += event.text
+                    self._emit(events.AssistantDelta(text=event.text))
+                elif isinstance(event, ReasoningDelta):
+                    self._emit(events.ReasoningDelta(text=event.text))
+                elif isinstance(event, StreamFinished):
+                    completion = event.completion
+                    if completion.usage is not None:
+                        state.usage += completion.usage
+                        self.usage += completion.usage
+                        self._emit(
+                            events.UsageEvent(
+                                input=completion.usage.input_tokens,
+                                output=completion.usage.output_tokens,
+                                cache_hit=completion.usage.cache_hit_tokens,
+                                cache_miss=completion.usage.cache_miss_tokens,
+                            )
+                        )
+                    return completion
+        raise ProviderError("the stream ended without a completion")  # pragma: no cover
+
+    def _close_interrupted(self, state: _TurnState) -> None:
+        """Leave a valid conversation behind: partial text kept, open tool calls answered."""
+        if state.pending_calls:
+            for call in state.pending_calls:
+                answered = any(
+                    m.get("role") == "tool" and m.get("tool_call_id") == call.id
+                    for m in self.messages
+                )
+                if not answered:
+                    self.messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED_NOTE}
+                    )
+        elif state.partial_text:
+            self.messages.append(
+                {"role": "assistant", "content": f"{state.partial_text}\n{INTERRUPTED_NOTE}"}
+            )
+        self._emit(
+            events.AssistantMessage(
+                content=state.partial_text, finish_reason="interrupted", interrupted=True
+            )
+        )
+
+
+@dataclass
+class _TurnState:
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    partial_text: str = ""
+    pending_calls: list[Any] = field(default_factory=list)
+
+
+def _assistant_message(completion: Completion) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": completion.content or None}
+    if completion.tool_calls:
+        # DeepSeek wants its reasoning sent back on turns that called tools.
+        if completion.reasoning:
+            message["reasoning_content"] = completion.reasoning
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in completion.tool_calls
+        ]
+    return message
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {
+        "input": usage.input_tokens,
+        "output": usage.output_tokens,
+        "cache_hit": usage.cache_hit_tokens,
+        "cache_miss": usage.cache_miss_tokens,
+    }

@@ -1,0 +1,79 @@
+"""Build the parent's system prompt: our instructions, AGENTS.md, memory, mode and facts."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+from codewhale.permissions import Mode
+
+MAX_AGENTS_MD_CHARS = 20_000
+MAX_MEMORY_CHARS = 8_000
+
+_MODE_TEXT = {
+    Mode.PLAN: "Plan mode: read-only. You may read and search, and write plan artifacts "
+    "(update_plan, checklist_write). You cannot edit files or run commands; propose changes.",
+    Mode.AGENT: "Agent mode: file edits apply directly; shell commands and network access "
+    "ask the user first.",
+    Mode.YOLO: "YOLO mode: every tool runs without asking. Be careful with destructive commands.",
+}
+
+
+def base_instructions() -> str:
+    return resources.files("codewhale.data").joinpath("prompts/system.md").read_text("utf-8")
+
+
+def agents_md_files(workspace: Path) -> list[Path]:
+    """AGENTS.md files from the repository root down to the workspace, outermost first."""
+    workspace = workspace.resolve()
+    chain = [workspace, *workspace.parents]
+    top = next((d for d in chain if (d / ".git").exists()), workspace)
+    found = []
+    for directory in chain:
+        candidate = directory / "AGENTS.md"
+        if candidate.is_file():
+            found.append(candidate)
+        if directory == top:
+            break
+    return list(reversed(found))
+
+
+def git_branch(workspace: Path) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=2,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def build_system_prompt(
+    workspace: Path, mode: Mode, *, memory_file: Path | None = None, today: str | None = None
+) -> str:
+    sections = [base_instructions().strip()]
+    for path in agents_md_files(workspace):
+        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_AGENTS_MD_CHARS]
+        label = path.relative_to(workspace) if path.is_relative_to(workspace) else path
+        sections.append(f"# Project instructions ({label})\n\n{text.strip()}")
+    if memory_file is not None and memory_file.is_file():
+        memory = memory_file.read_text(encoding="utf-8", errors="replace")[-MAX_MEMORY_CHARS:]
+        if memory.strip():
+            sections.append(f"# The user's memory notes\n\n{memory.strip()}")
+    branch = git_branch(workspace)
+    facts = [
+        f"- Workspace: {workspace}",
+        f"- Git branch: {branch}" if branch else "- Not a git repository (or git unavailable)",
+        f"- Date: {today or datetime.now(UTC).strftime('%Y-%m-%d')}",
+        f"- OS: {platform.system()} {platform.release()}",
+        f"- {_MODE_TEXT[mode]}",
+    ]
+    sections.append("# Environment\n\n" + "\n".join(facts))
+    return "\n\n".join(sections) + "\n"

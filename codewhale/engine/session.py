@@ -1,0 +1,114 @@
+"""Assemble a working session: config, provider client, tools, engine and session file.
+
+Shared by `codewhale exec` and the TUI so both start (and resume) the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codewhale.config import LoadedConfig, load_config
+from codewhale.engine import events
+from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
+from codewhale.engine.prompt import build_system_prompt
+from codewhale.paths import memory_file, user_dirs
+from codewhale.permissions import Mode
+from codewhale.providers.client import ChatClient
+from codewhale.providers.errors import ProviderError
+from codewhale.sessions.store import SessionError, SessionInfo, SessionStore, SessionWriter
+from codewhale.tools.base import ToolContext
+from codewhale.tools.registry import ToolRegistry, default_tools
+
+
+class SessionSetupError(Exception):
+    """The session could not start: bad workspace, endpoint or session id."""
+
+
+@dataclass
+class Session:
+    engine: Engine
+    info: SessionInfo
+    writer: SessionWriter
+    client: ChatClient
+    loaded: LoadedConfig
+    warnings: list[str] = field(default_factory=list)
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.client.aclose()
+
+
+def open_session(
+    *,
+    workspace: Path,
+    overrides: Mapping[str, Any] | None = None,
+    mode: Mode = Mode.AGENT,
+    emit: Callable[[events.Event], None] = lambda event: None,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    max_steps: int | None = None,
+    retry_base_delay_secs: float = 0.5,
+) -> Session:
+    """Everything one conversation needs; raises ConfigError or SessionSetupError."""
+    workspace = workspace.resolve()
+    if not workspace.is_dir():
+        raise SessionSetupError(f"workspace {workspace} is not a directory")
+    loaded = load_config(workspace=workspace, overrides=overrides)
+    settings = loaded.provider_settings()
+    try:
+        client = ChatClient(settings, retry_base_delay_secs=retry_base_delay_secs)
+    except ProviderError as error:
+        raise SessionSetupError(error.message) from None
+    dirs = user_dirs()
+    store = SessionStore(dirs.data_dir)
+    warnings = list(loaded.warnings)
+    messages: list[dict[str, Any]] = []
+    try:
+        if resume or continue_latest:
+            info = _find(store, workspace, resume)
+            previous = store.load(info.id)
+            warnings += previous.warnings
+            messages = previous.messages
+            writer = store.open_for_append(previous)
+        else:
+            info, writer = store.create(workspace, settings.model)
+    except SessionError as error:
+        raise SessionSetupError(str(error)) from None
+    memory = memory_file(dirs) if loaded.config.memory.enabled else None
+    context = ToolContext(
+        workspace=workspace,
+        session_id=info.id,
+        mode=mode,
+        memory_file=memory_file(dirs),
+        memory_enabled=loaded.config.memory.enabled,
+        allow_private_network=loaded.config.network.allow_private,
+    )
+    system_prompt = (
+        messages[0]["content"]
+        if messages and messages[0].get("role") == "system"
+        else build_system_prompt(workspace, mode, memory_file=memory)
+    )
+    engine = Engine(
+        client=client,
+        tools=ToolRegistry(default_tools()),
+        context=context,
+        system_prompt=system_prompt,
+        emit=emit,
+        model=settings.model,
+        max_steps=max_steps or DEFAULT_MAX_STEPS,
+        messages=messages,
+        recorder=writer,
+    )
+    return Session(engine, info, writer, client, loaded, warnings)
+
+
+def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo:
+    if session_id:
+        return store.load(session_id).info
+    latest = store.latest(workspace)
+    if latest is None:
+        raise SessionError(f"no earlier session for {workspace} to continue")
+    return latest

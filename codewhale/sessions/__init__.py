@@ -1,0 +1,1 @@
+"""Conversation persistence and resume."""

@@ -1,0 +1,28 @@
+"""`codewhale sessions list`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from codewhale.paths import user_dirs
+from codewhale.sanitize import clean_text
+from codewhale.sessions.store import SessionStore
+
+
+def run_sessions_command(args: argparse.Namespace) -> int:
+    if getattr(args, "sessions_command", None) != "list":
+        print("usage: codewhale sessions list [--all]")
+        return 2
+    workspace = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
+    sessions = SessionStore(user_dirs().data_dir).list(None if args.all else workspace)
+    if not sessions:
+        print("No saved sessions" + ("." if args.all else f" for {workspace}."))
+        return 0
+    for info in sessions:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created_at))
+        title = clean_text(info.title).replace("\n", " ")[:60]
+        where = f"  {info.workspace}" if args.all else ""
+        print(f"{info.id}  {when}  {info.model:<20} {title}{where}")
+    return 0

@@ -1,0 +1,197 @@
+"""Conversations on disk: one JSONL file per session under the user data dir.
+
+Line 1 describes the session; every later line is one message or one event.
+Lines are flushed as they are written and fsynced at turn boundaries, so a
+crash loses at most the line being written, which loading skips with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from codewhale import __version__
+
+# Events worth keeping in the session file (deltas are not: the messages hold the text).
+RECORDED_EVENTS = frozenset(
+    {"turn_started", "tool_call_finished", "approval_resolved", "turn_complete", "error"}
+)
+
+
+def new_session_id() -> str:
+    return time.strftime("sess_%Y%m%d_%H%M%S_", time.gmtime()) + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    path: Path
+    workspace: str
+    created_at: float
+    model: str
+    title: str = ""
+
+
+@dataclass
+class LoadedSession:
+    info: SessionInfo
+    messages: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+
+class SessionError(Exception):
+    """A session that cannot be found or read."""
+
+
+class SessionWriter:
+    """Appends records to one session file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+        os.chmod(path, 0o600)
+        self._written_messages = 0
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def write_header(self, info: SessionInfo) -> None:
+        self._write(
+            {
+                "kind": "session",
+                "id": info.id,
+                "workspace": info.workspace,
+                "created_at": info.created_at,
+                "model": info.model,
+                "version": __version__,
+            }
+        )
+
+    def start_fresh_line(self) -> None:
+        self._file.write("\n")
+        self._file.flush()
+
+    def skip_existing(self, count: int) -> None:
+        """Messages already in the file (a resumed session) are not written again."""
+        self._written_messages = count
+
+    def record_messages(self, messages: list[dict[str, Any]]) -> None:
+        """Write the messages added since the last call."""
+        for message in messages[self._written_messages :]:
+            self._write({"kind": "message", "message": message})
+        self._written_messages = len(messages)
+
+    def record_event(self, event: dict[str, Any]) -> None:
+        if event.get("type") in RECORDED_EVENTS:
+            self._write({"kind": "event", "event": event})
+
+    def sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.sync()
+            self._file.close()
+
+
+class SessionStore:
+    """All sessions of this user."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "sessions"
+
+    def create(self, workspace: Path, model: str) -> tuple[SessionInfo, SessionWriter]:
+        session_id = new_session_id()
+        info = SessionInfo(
+            session_id, self.root / f"{session_id}.jsonl", str(workspace), time.time(), model
+        )
+        writer = SessionWriter(info.path)
+        writer.write_header(info)
+        return info, writer
+
+    def list(self, workspace: Path | None = None) -> list[SessionInfo]:
+        """Sessions newest first, optionally only those of one workspace."""
+        sessions = []
+        for path in self.root.glob("sess_*.jsonl"):
+            info = _read_info(path)
+            if info is not None and (workspace is None or info.workspace == str(workspace)):
+                sessions.append(info)
+        return sorted(sessions, key=lambda info: info.created_at, reverse=True)
+
+    def latest(self, workspace: Path) -> SessionInfo | None:
+        found = self.list(workspace)
+        return found[0] if found else None
+
+    def load(self, session_id: str) -> LoadedSession:
+        path = self.root / f"{session_id}.jsonl"
+        if "/" in session_id or not path.is_file():
+            raise SessionError(f"no session '{session_id}' (see `codewhale sessions list`)")
+        info = _read_info(path)
+        if info is None:
+            raise SessionError(f"{path}: not a CodeWhale session file")
+        messages, warnings = [], []
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().split("\n")
+        for number, line in enumerate(lines[1:], start=2):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                warnings.append(
+                    f"{path}, line {number}: unreadable record skipped (likely a crash mid-write)"
+                )
+                continue
+            if isinstance(record, dict) and record.get("kind") == "message":
+                messages.append(record["message"])
+        return LoadedSession(info, messages, warnings)
+
+    def open_for_append(self, loaded: LoadedSession) -> SessionWriter:
+        writer = SessionWriter(loaded.info.path)
+        # A torn last line would glue onto the next record; start on a fresh line.
+        with loaded.info.path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            torn = False
+            if size:
+                handle.seek(size - 1)
+                torn = handle.read(1) != b"\n"
+        if torn:
+            writer.start_fresh_line()
+        writer.skip_existing(len(loaded.messages))
+        return writer
+
+
+def _read_info(path: Path) -> SessionInfo | None:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            header = json.loads(handle.readline())
+            title = ""
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                message = record.get("message") or {}
+                if record.get("kind") == "message" and message.get("role") == "user":
+                    title = str(message.get("content") or "")[:80]
+                    break
+    except (OSError, ValueError):
+        return None
+    if not isinstance(header, dict) or header.get("kind") != "session":
+        return None
+    return SessionInfo(
+        id=str(header.get("id")),
+        path=path,
+        workspace=str(header.get("workspace")),
+        created_at=float(header.get("created_at") or 0),
+        model=str(header.get("model") or ""),
+        title=title,
+    )
