@@ -1,0 +1,163 @@
+"""The engine in-process: steering, cancel, truncation, step limits, big outputs, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from codewhale.engine import events
+from codewhale.engine.session import open_session
+from codewhale.permissions import Mode
+from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.settings import TEST_KEY
+
+
+@pytest.fixture
+def make_session(llm, tmp_path, monkeypatch):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    opened = []
+
+    def make(mode: Mode = Mode.YOLO, **kwargs):
+        seen: list[events.Event] = []
+        session = open_session(
+            workspace=workspace, mode=mode, emit=seen.append, retry_base_delay_secs=0.01, **kwargs
+        )
+        session.seen = seen
+        session.workspace = workspace
+        opened.append(session)
+        return session
+
+    yield make
+    for session in opened:
+        session.writer.close()
+
+
+def of_type(seen, kind):
+    return [event for event in seen if isinstance(event, kind)]
+
+
+async def test_a_steer_lands_after_the_running_tool_and_before_the_next_request(llm, make_session):
+    session = make_session()
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "sleep 0.4; echo slept"})]),
+        Reply(text="done"),
+    )
+
+    async def steer_while_tool_runs():
+        while not of_type(session.seen, events.ToolCallStarted):
+            await asyncio.sleep(0.01)
+        session.engine.steer("also update the README")
+
+    result, _ = await asyncio.gather(
+        session.engine.run_turn("do the thing"), steer_while_tool_runs()
+    )
+    await session.close()
+    assert result.status == "completed"
+    messages = llm.requests[1].json["messages"]
+    assert messages[-2]["role"] == "tool" and "slept" in messages[-2]["content"]
+    assert messages[-1] == {"role": "user", "content": "also update the README"}
+    assert [e.text for e in of_type(session.seen, events.SteerAccepted)] == [
+        "also update the README"
+    ]
+
+
+async def test_cancel_mid_stream_keeps_partial_output_marked_interrupted(llm, make_session):
+    session = make_session()
+    llm.enqueue(Reply(text=[f"word{i} " for i in range(100)], chunk_delay=0.03))
+
+    async def cancel_after_first_delta():
+        while not of_type(session.seen, events.AssistantDelta):
+            await asyncio.sleep(0.01)
+        session.engine.cancel()
+
+    result, _ = await asyncio.gather(session.engine.run_turn("talk"), cancel_after_first_delta())
+    assert result.status == "interrupted"
+    last = session.engine.messages[-1]
+    assert last["role"] == "assistant" and last["content"].startswith("word0 ")
+    assert last["content"].endswith("[interrupted by the user]")
+    assert of_type(session.seen, events.TurnComplete)[-1].status == "interrupted"
+    llm.enqueue(Reply(text="still works"))
+    assert (await session.engine.run_turn("again")).final_text == "still works"
+    await session.close()
+
+
+async def test_cancel_during_a_tool_answers_the_open_call(llm, make_session):
+    session = make_session()
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "sleep 30"}, id="s")]))
+
+    async def cancel_when_tool_starts():
+        while not of_type(session.seen, events.ToolCallStarted):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        session.engine.cancel()
+
+    result, _ = await asyncio.wait_for(
+        asyncio.gather(session.engine.run_turn("wait"), cancel_when_tool_starts()), 10
+    )
+    await session.close()
+    assert result.status == "interrupted"
+    assert session.engine.messages[-1]["tool_call_id"] == "s"
+
+
+async def test_length_truncation_continues_then_gives_up(llm, make_session):
+    session = make_session()
+    llm.enqueue(Reply(text="part one", finish_reason="length"), Reply(text=" part two"))
+    result = await session.engine.run_turn("write a lot")
+    assert result.status == "completed"
+    assert "cut off by the output length limit" in llm.requests[1].json["messages"][-1]["content"]
+    llm.respond = lambda body: Reply(text="again", finish_reason="length")
+    result = await session.engine.run_turn("more")
+    await session.close()
+    assert result.status == "failed"
+    assert "cut off by the output limit 3 times" in result.error
+
+
+async def test_max_steps_stops_a_runaway_turn(llm, make_session):
+    session = make_session(max_steps=2)
+    llm.respond = lambda body: Reply(tool_calls=[ToolCallSpec("list_dir", {})])
+    result = await session.engine.run_turn("loop forever")
+    await session.close()
+    assert result.status == "max_steps"
+    assert len(llm.requests) == 2
+    assert "max_steps" in of_type(session.seen, events.ErrorEvent)[0].message
+
+
+async def test_large_tool_output_becomes_a_handle_the_model_can_read(llm, make_session):
+    session = make_session()
+    (session.workspace / "big.txt").write_text("".join(f"line {i}\n" for i in range(6000)))
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("read_file", {"path": "big.txt"})]))
+    llm.enqueue(Reply(text="ok"))
+    await session.engine.run_turn("read big")
+    tool_text = next(m for m in llm.requests[1].json["messages"] if m["role"] == "tool")["content"]
+    assert "stored as a handle" in tool_text
+    handle = json.loads(tool_text.rsplit("\n", 1)[-1])
+    assert handle["kind"] == "var_handle" and handle["length"] > 20_000
+    reply = session.engine.context.handles.read({"handle": handle, "range": {"start": 3, "end": 3}})
+    await session.close()
+    assert reply["content"].strip().endswith("line 2")
+
+
+async def test_approve_always_skips_later_prompts(llm, make_session):
+    session = make_session(mode=Mode.AGENT)
+    asked = []
+
+    def approve_always(event):
+        if isinstance(event, events.ApprovalRequested):
+            asked.append(event)
+            event.resolve("approve_always")
+
+    session.engine.emit = lambda event: (session.seen.append(event), approve_always(event))
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "echo one"})]),
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "echo two"})]),
+        Reply(text="done"),
+    )
+    await session.engine.run_turn("echo twice")
+    await session.close()
+    assert len(asked) == 1 and asked[0].requester == "parent"
+    assert of_type(session.seen, events.ApprovalResolved)[0].decision == "approve_always"

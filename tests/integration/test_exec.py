@@ -1,0 +1,210 @@
+"""`codewhale exec` end to end: a real subprocess against the loopback LLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.llm_server import Fault, Reply, ToolCallSpec
+from tests.support.settings import TEST_KEY
+
+CALC = "def add(a, b):\n    return a - b\n"
+CHECK = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "calc.py").write_text(CALC)
+    (root / "check_calc.py").write_text(CHECK)
+    return root
+
+
+@pytest.fixture
+def run_exec(llm, workspace, tmp_path):
+    home = tmp_path / "home"
+
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
+        }
+        env.update(
+            CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url, DEEPSEEK_API_KEY=TEST_KEY
+        )
+        return subprocess.run(
+            [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=stdin,
+            timeout=60,
+        )
+
+    run.home = home
+    return run
+
+
+def tool_results(request) -> list[str]:
+    return [m["content"] for m in request.json["messages"] if m["role"] == "tool"]
+
+
+def test_multi_step_turn_edits_a_file_and_runs_a_check(llm, run_exec, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("read_file", {"path": "calc.py"})]),
+        Reply(
+            tool_calls=[
+                ToolCallSpec(
+                    "edit_file",
+                    {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"},
+                )
+            ]
+        ),
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "python3 check_calc.py"})]),
+        Reply(text="Fixed add() and the check passes."),
+    )
+    result = run_exec("--approve", "auto", "fix the failing check")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Fixed add() and the check passes."
+    assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    shell_result = tool_results(llm.requests[3])[-1]
+    assert shell_result.startswith("[exit code 0") and "ok" in shell_result
+    assert "1\tdef add(a, b):" in tool_results(llm.requests[1])[0]
+
+
+def test_parallel_tool_calls_all_answer_in_order(llm, run_exec):
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("read_file", {"path": "calc.py"}, id="c1"),
+                ToolCallSpec("grep_files", {"pattern": "assert"}, id="c2"),
+                ToolCallSpec("list_dir", {}, id="c3"),
+            ]
+        ),
+        Reply(text="seen"),
+    )
+    assert run_exec("look").returncode == 0
+    messages = llm.requests[1].json["messages"]
+    tool_messages = [m for m in messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2", "c3"]
+    assert "check_calc.py:2:" in tool_messages[1]["content"]
+
+
+def test_plan_mode_refuses_a_write_and_the_model_is_told(llm, run_exec, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("write_file", {"path": "new.py", "content": "x"})]),
+        Reply(text="I will describe the change instead."),
+    )
+    result = run_exec("--mode", "plan", "add new.py")
+    assert result.returncode == 0
+    assert not (workspace / "new.py").exists()
+    assert "Plan mode is read-only" in tool_results(llm.requests[1])[0]
+
+
+def test_shell_is_denied_by_default_headless(llm, run_exec, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch made.txt"})]),
+        Reply(text="ok"),
+    )
+    assert run_exec("make a file").returncode == 0
+    assert not (workspace / "made.txt").exists()
+    assert "the user denied this exec_shell call" in tool_results(llm.requests[1])[0]
+
+
+def test_path_escapes_are_refused(llm, run_exec, workspace, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    (workspace / "link").symlink_to(secret)
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("read_file", {"path": "../secret.txt"}),
+                ToolCallSpec("read_file", {"path": str(secret)}),
+                ToolCallSpec("read_file", {"path": "link"}),
+            ]
+        ),
+        Reply(text="blocked"),
+    )
+    assert run_exec("read secrets", "--mode", "yolo").returncode == 0
+    results = tool_results(llm.requests[1])
+    assert len(results) == 3
+    for text in results:
+        assert "outside the workspace" in text
+        assert "TOP SECRET" not in text
+
+
+def test_bad_model_output_becomes_correctable_errors(llm, run_exec):
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("read_file", '{"path": "calc.py"', id="broken"),
+                ToolCallSpec("red_file", {"path": "calc.py"}, id="unknown"),
+                ToolCallSpec("read_file", {"start_line": 1}, id="missing"),
+            ]
+        ),
+        Reply(text="corrected"),
+    )
+    assert run_exec("go").returncode == 0
+    broken, unknown, missing = tool_results(llm.requests[1])
+    assert "not valid JSON" in broken
+    assert "Unknown tool 'red_file'" in unknown and "read_file" in unknown
+    assert "missing required field(s): path" in missing
+
+
+def test_json_output_is_one_event_per_line(llm, run_exec):
+    llm.enqueue(Reply(text=["Hel", "lo"]))
+    result = run_exec("--json", "hi")
+    assert result.returncode == 0
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [event["type"] for event in lines]
+    assert types[0] == "turn_started" and types[-1] == "turn_complete"
+    assert types.count("assistant_delta") == 2
+    assert all("ts" in event for event in lines)
+
+
+def test_prompt_from_stdin(llm, run_exec):
+    llm.enqueue(Reply(text="read it"))
+    assert run_exec("-", stdin="prompt via stdin\n").returncode == 0
+    assert llm.requests[0].json["messages"][-1]["content"] == "prompt via stdin\n"
+
+
+def test_provider_failure_exits_1_with_a_clear_message(llm, run_exec):
+    llm.enqueue(Reply(fault=Fault.status(401)))
+    result = run_exec("hi")
+    assert result.returncode == 1
+    assert "rejected the API key" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_usage_errors_exit_2(run_exec, tmp_path):
+    assert run_exec("").returncode == 2
+    assert run_exec("x", "--max-steps", "0").returncode == 2
+    result = run_exec("--base-url", "http://example.com/v1", "hi")
+    assert result.returncode == 2
+    assert "Refusing plain http://" in result.stderr
+
+
+def test_resume_after_a_crash_mid_write_and_no_key_in_session_files(llm, run_exec):
+    llm.enqueue(Reply(text="first answer"))
+    assert run_exec("remember the number 42").returncode == 0
+    sessions = list((run_exec.home / "data" / "sessions").glob("*.jsonl"))
+    assert len(sessions) == 1
+    with sessions[0].open("a") as handle:
+        handle.write('{"kind": "message", "message": {"role": "assis')  # torn by a crash
+    llm.enqueue(Reply(text="second answer"))
+    result = run_exec("--continue", "what was the number?")
+    assert result.returncode == 0, result.stderr
+    assert "unreadable record skipped" in result.stderr
+    contents = [m["content"] for m in llm.requests[-1].json["messages"]]
+    assert "remember the number 42" in contents and "first answer" in contents
+    assert contents[-1] == "what was the number?"
+    for path in (run_exec.home).rglob("*"):
+        if path.is_file():
+            assert TEST_KEY not in path.read_text(errors="replace"), path
