@@ -31,11 +31,15 @@ class Match:
 
 
 def _collapse(line: str) -> str:
-    return re.sub(r"[ \t]+", " ", line.strip(" \t\r\n")) if line.strip() else ""
+    """Same indentation, but runs of inner spaces/tabs and trailing whitespace don't matter."""
+    if not line.strip():
+        return ""
+    return _indent(line) + re.sub(r"[ \t]+", " ", line.strip())
 
 
 def _stripped(line: str) -> str:
-    return line.strip()
+    """Ignore indentation as well (and inner whitespace runs, like the tier before)."""
+    return re.sub(r"[ \t]+", " ", line.strip())
 
 
 def _indent(line: str) -> str:

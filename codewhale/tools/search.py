@@ -169,7 +169,8 @@ Line = tuple[str, int, str, bool]
 
 
 async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> list[Line]:
-    command = [binary, "--json", "--no-config", "-C", str(options.context)]
+    # --no-require-git: honour .gitignore even when the workspace is not a git repo.
+    command = [binary, "--json", "--no-config", "--no-require-git", "-C", str(options.context)]
     command += ["-i"] if options.ignore_case else []
     command += ["-F"] if options.fixed else []
     for glob in options.include:

@@ -11,13 +11,13 @@ import pathspec
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
 
 
-def _load_ignore(directory: Path) -> pathspec.PathSpec | None:
+def _load_ignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     ignore_file = directory / ".gitignore"
     try:
         lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def iter_files(root: Path, start: Path | None = None) -> Iterator[Path]:
@@ -27,7 +27,7 @@ def iter_files(root: Path, start: Path | None = None) -> Iterator[Path]:
     # Ignore files of the directories above `start` (up to the root) apply too;
     # `start`'s own is loaded by _walk.
     parts = start.relative_to(root).parts
-    specs: list[tuple[Path, pathspec.PathSpec]] = []
+    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
     for depth in range(len(parts)):
         directory = root.joinpath(*parts[:depth])
         if (spec := _load_ignore(directory)) is not None:
@@ -39,7 +39,7 @@ def iter_files(root: Path, start: Path | None = None) -> Iterator[Path]:
     yield from _walk(start, specs)
 
 
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec]]) -> bool:
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
     for base, spec in specs:
         relative = path.relative_to(base).as_posix() + ("/" if is_dir else "")
         if spec.match_file(relative):
@@ -47,7 +47,7 @@ def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec
     return False
 
 
-def _walk(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]]) -> Iterator[Path]:
+def _walk(directory: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> Iterator[Path]:
     own = _load_ignore(directory)
     if own is not None:
         specs = [*specs, (directory, own)]
