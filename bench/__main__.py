@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bench import startup
+from bench import engine_overhead, startup
 
 
 def main() -> None:
-    for benchmark in (startup,):
+    for benchmark in (startup, engine_overhead):
         benchmark.main()
 
 

@@ -208,3 +208,42 @@ def test_resume_after_a_crash_mid_write_and_no_key_in_session_files(llm, run_exe
     for path in (run_exec.home).rglob("*"):
         if path.is_file():
             assert TEST_KEY not in path.read_text(errors="replace"), path
+
+
+def test_sigint_interrupts_the_turn_and_exits_130(llm, run_exec, workspace, tmp_path):
+    import signal
+    import time
+
+    llm.enqueue(Reply(text=[f"w{i} " for i in range(400)], chunk_delay=0.05))
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
+    }
+    env.update(
+        CODEWHALE_HOME=str(run_exec.home),
+        CODEWHALE_BASE_URL=llm.base_url,
+        DEEPSEEK_API_KEY=TEST_KEY,
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "--json", "talk"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if json.loads(line)["type"] == "assistant_delta":
+                break
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert time.monotonic() - started < 5
+    last = json.loads(rest.strip().splitlines()[-1])
+    assert last["type"] == "turn_complete" and last["status"] == "interrupted"
