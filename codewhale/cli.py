@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from codewhale import __version__
 
@@ -91,6 +92,13 @@ def _add_resume_flags(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Resolved once here so every command reads the same values the same way.
+    args.workspace_path = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
+    args.overrides = {
+        key: value
+        for key in ("provider", "model", "base_url")
+        if (value := getattr(args, key, None)) is not None
+    }
     if args.command == "config":
         from codewhale.config_cli import run_config_command
 

@@ -162,8 +162,8 @@ def _without_forbidden_keys(layer: Layer, warnings: list[str]) -> Layer:
             del table[leaf]
             warnings.append(
                 f"{layer.path}: '{key}' is ignored in a project config: a cloned repository "
-                "must not be able to redirect your API key or requests. Set it in your user "
-                "config or the environment instead."
+                "must not be able to redirect your API key or requests, or open your private "
+                "network. Set it in your user config or the environment instead."
             )
     return Layer(layer.label, data, layer.path, layer.text)
 

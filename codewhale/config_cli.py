@@ -30,7 +30,7 @@ def run_config_command(args: argparse.Namespace) -> int:
     if action == "init":
         return _init(force=args.force)
     try:
-        loaded = load_config(workspace=_workspace(args), overrides=_overrides(args))
+        loaded = load_config(workspace=args.workspace_path, overrides=args.overrides)
     except ConfigError as error:
         print(f"codewhale: config error: {error}", file=sys.stderr)
         return 2
@@ -41,15 +41,6 @@ def run_config_command(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(_show_json(loaded) if args.json else _show_text(loaded))
     return 0
-
-
-def _workspace(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, str]:
-    names = ("provider", "model", "base_url")
-    return {name: value for name in names if (value := getattr(args, name, None)) is not None}
 
 
 def effective_values(loaded: LoadedConfig) -> dict[str, Any]:

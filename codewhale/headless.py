@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import sys
-from pathlib import Path
 from typing import TextIO
 
 from codewhale.config import ConfigError
@@ -93,8 +92,8 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
 
     try:
         session = open_session(
-            workspace=Path(getattr(args, "workspace", None) or Path.cwd()),
-            overrides=_overrides(args),
+            workspace=args.workspace_path,
+            overrides=args.overrides,
             mode=Mode(args.mode) if args.mode else Mode.AGENT,
             emit=handle,
             resume=getattr(args, "resume", None),
@@ -118,8 +117,3 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
     if result.status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_FAILED
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, str]:
-    names = ("provider", "model", "base_url")
-    return {name: value for name in names if (value := getattr(args, name, None)) is not None}

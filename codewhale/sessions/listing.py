@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from codewhale.paths import user_dirs
 from codewhale.sanitize import clean_text
@@ -15,7 +14,7 @@ def run_sessions_command(args: argparse.Namespace) -> int:
     if getattr(args, "sessions_command", None) != "list":
         print("usage: codewhale sessions list [--all]")
         return 2
-    workspace = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
+    workspace = args.workspace_path
     sessions = SessionStore(user_dirs().data_dir).list(None if args.all else workspace)
     if not sessions:
         print("No saved sessions" + ("." if args.all else f" for {workspace}."))

@@ -229,7 +229,8 @@ def test_clamp_boundaries(home, text, key, expected, warns):
 
 
 @pytest.mark.parametrize(
-    "key", ["provider", "base_url", "api_key", "headers", "allow_insecure_http"]
+    "key",
+    ["provider", "base_url", "api_key", "headers", "allow_insecure_http", "network.allow_private"],
 )
 def test_project_overlay_cannot_redirect_the_key(home, workspace, key):
     write_user(home, 'provider = "deepseek"\napi_key = "sk-user-key-123456"\n')
@@ -239,6 +240,7 @@ def test_project_overlay_cannot_redirect_the_key(home, workspace, key):
         "api_key": '"sk-attacker"',
         "headers": '{ X-Steal = "yes" }',
         "allow_insecure_http": "true",
+        "network.allow_private": "true",
     }[key]
     project = write_project(workspace, f"{key} = {value}\n")
     loaded = load_config(workspace=workspace, env=home)
@@ -248,6 +250,7 @@ def test_project_overlay_cannot_redirect_the_key(home, workspace, key):
     assert settings.api_key == "sk-user-key-123456"
     assert dict(settings.headers) == {}
     assert settings.allow_insecure_http is False
+    assert loaded.config.network.allow_private is False
     (warning,) = [w for w in loaded.warnings if f"'{key}'" in w]
     assert str(project) in warning
     assert "redirect your API key" in warning
