@@ -161,3 +161,41 @@ async def test_approve_always_skips_later_prompts(llm, make_session):
     await session.close()
     assert len(asked) == 1 and asked[0].requester == "parent"
     assert of_type(session.seen, events.ApprovalResolved)[0].decision == "approve_always"
+
+
+async def test_queued_prompts_run_after_the_turn(llm, make_session):
+    session = make_session()
+    llm.enqueue(Reply(text="first"), Reply(text="second"))
+    session.engine.queue("then this")
+    result = await session.engine.run_turn("do this")
+    await session.close()
+    assert result.final_text == "second"
+    prompts = [e.prompt for e in of_type(session.seen, events.TurnStarted)]
+    assert prompts == ["do this", "then this"]
+    assert llm.requests[1].json["messages"][-1] == {"role": "user", "content": "then this"}
+
+
+async def test_plan_artifacts_and_handle_reads_work_in_plan_mode(llm, make_session):
+    session = make_session(mode=Mode.PLAN)
+    plan = [{"text": "read code", "status": "completed"}, {"text": "fix", "status": "pending"}]
+    session.engine.context.handles.put(session.info.id, "notes", "alpha\nbeta\n")
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("update_plan", {"plan": plan, "explanation": "two steps"}),
+                ToolCallSpec(
+                    "handle_read",
+                    {"handle": f"{session.info.id}/notes", "range": {"start": 2, "end": 2}},
+                ),
+            ]
+        ),
+        Reply(text="planned"),
+    )
+    await session.engine.run_turn("plan it")
+    await session.close()
+    plan_result, handle_result = [
+        m["content"] for m in llm.requests[1].json["messages"] if m["role"] == "tool"
+    ]
+    assert plan_result.splitlines()[1:] == ["two steps", "[x] read code", "[ ] fix"]
+    assert json.loads(handle_result)["content"] == "beta\n"
+    assert session.engine.context.work.snapshot()["plan"][1]["text"] == "fix"

@@ -247,3 +247,14 @@ def test_sigint_interrupts_the_turn_and_exits_130(llm, run_exec, workspace, tmp_
     assert time.monotonic() - started < 5
     last = json.loads(rest.strip().splitlines()[-1])
     assert last["type"] == "turn_complete" and last["status"] == "interrupted"
+
+
+def test_resume_by_id(llm, run_exec):
+    llm.enqueue(Reply(text="one"), Reply(text="two"))
+    assert run_exec("first").returncode == 0
+    (session_file,) = (run_exec.home / "data" / "sessions").glob("*.jsonl")
+    assert run_exec("--resume", session_file.stem, "second").returncode == 0
+    contents = [m["content"] for m in llm.requests[-1].json["messages"]]
+    assert contents[-3:] == ["first", "one", "second"]
+    missing = run_exec("--resume", "sess_nope", "x")
+    assert missing.returncode == 2 and "no session 'sess_nope'" in missing.stderr
