@@ -258,3 +258,57 @@ def test_resume_by_id(llm, run_exec):
     assert contents[-3:] == ["first", "one", "second"]
     missing = run_exec("--resume", "sess_nope", "x")
     assert missing.returncode == 2 and "no session 'sess_nope'" in missing.stderr
+
+
+def test_approve_ask_prompts_on_a_terminal(llm, run_exec, workspace):
+    import pty
+    import select
+    import time
+
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]),
+        Reply(text="made it"),
+    )
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
+    }
+    env.update(
+        CODEWHALE_HOME=str(run_exec.home),
+        CODEWHALE_BASE_URL=llm.base_url,
+        DEEPSEEK_API_KEY=TEST_KEY,
+    )
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codewhale",
+            "exec",
+            "-C",
+            str(workspace),
+            "--approve",
+            "ask",
+            "make a file",
+        ],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while b"Allow?" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.1)[0]:
+                seen += os.read(controller, 4096)
+        assert b"exec_shell: touch asked.txt" in seen
+        os.write(controller, b"y\n")
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert (workspace / "asked.txt").exists()
