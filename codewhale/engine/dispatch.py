@@ -42,6 +42,8 @@ class ToolDispatcher:
     context: ToolContext
     emit: Callable[[events.Event], None]
     requester: str = "parent"
+    # Returns a refusal message for tools this caller may not run (sub-agent postures).
+    policy: Callable[[str], str | None] | None = None
     always_approved: set[str] = field(default_factory=set)
 
     async def run(self, calls: Sequence[ToolCall]) -> list[Outcome]:
@@ -65,7 +67,10 @@ class ToolDispatcher:
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _is_read_only(self, call: ToolCall) -> bool:
-        return call.name in self.tools and self.tools.get(call.name).approval is ApprovalClass.AUTO
+        if call.name not in self.tools:
+            return False
+        tool = self.tools.get(call.name)
+        return tool.approval is ApprovalClass.AUTO and not tool.sequential
 
     async def _run_one(self, call: ToolCall) -> Outcome:
         started = time.monotonic()
@@ -113,6 +118,8 @@ class ToolDispatcher:
         return clean_text(tool.summary(arguments)) if isinstance(arguments, dict) else ""
 
     async def _execute(self, call: ToolCall) -> ToolResult:
+        if self.policy is not None and (refusal := self.policy(call.name)):
+            raise ToolError(refusal)
         tool = self.tools.get(call.name)
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from codewhale.engine import events
 from codewhale.engine.dispatch import ToolDispatcher
@@ -25,12 +25,12 @@ from codewhale.providers.types import (
     TextDelta,
     Usage,
 )
-from codewhale.sessions.store import SessionWriter
 from codewhale.tools.base import ToolContext
 from codewhale.tools.registry import ToolRegistry
 
 DEFAULT_MAX_STEPS = 100
 MAX_TRUNCATIONS = 3
+MAX_STREAM_RETRIES = 2
 CONTINUE_AFTER_LENGTH = (
     "Your previous reply was cut off by the output length limit. Continue exactly where it "
     "stopped, without repeating what you already wrote."
@@ -38,9 +38,17 @@ CONTINUE_AFTER_LENGTH = (
 INTERRUPTED_NOTE = "[interrupted by the user]"
 
 
+class Recorder(Protocol):
+    """Where an engine persists its conversation (a session file, a child's transcript)."""
+
+    def record_messages(self, messages: list[dict[str, Any]]) -> None: ...
+    def record_event(self, event: dict[str, Any]) -> None: ...
+    def sync(self) -> None: ...
+
+
 @dataclass
 class TurnResult:
-    status: str  # completed | failed | interrupted | max_steps
+    status: str  # completed | failed | interrupted | max_steps | timed_out
     steps: int
     usage: Usage
     final_text: str = ""
@@ -56,18 +64,45 @@ class Engine:
     emit: Callable[[events.Event], None] = lambda event: None
     model: str | None = None
     max_steps: int = DEFAULT_MAX_STEPS
-    recorder: SessionWriter | None = None
+    recorder: Recorder | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     turns: int = 0
+    # Sub-agent support: a per-request deadline, a fixed tool list to offer (fork mode keeps
+    # the parent's), a policy that may refuse a call, and who asks for approvals.
+    request_timeout_secs: float | None = None
+    offered_tools: list[dict[str, Any]] | None = None
+    tool_policy: Callable[[str], str | None] | None = None
+    requester: str = "parent"
+    # The parent waits here for its children: runtime events (completions) and a probe
+    # telling whether any direct child is still running.
+    children_pending: Callable[[], bool] = lambda: False
+    last_request_size: int = 0
     _steers: deque[str] = field(default_factory=deque)
     _queued: deque[str] = field(default_factory=deque)
+    _runtime: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    _turn_state: _TurnState | None = None
     _task: asyncio.Task[Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.messages:
             self.messages.append({"role": "system", "content": self.system_prompt})
-        self.dispatcher = ToolDispatcher(self.tools, self.context, self._emit)
+        self.dispatcher = ToolDispatcher(
+            self.tools, self.context, self._emit, requester=self.requester, policy=self.tool_policy
+        )
+
+    def inject_runtime_event(self, text: str) -> None:
+        """A runtime message (e.g. a child's completion) for the next safe point."""
+        self._runtime.put_nowait(text)
+
+    def add_external_usage(self, usage: Usage) -> None:
+        """Tokens spent on this engine's behalf elsewhere (its children) count as its own."""
+        self.usage += usage
+        if self._turn_state is not None:
+            self._turn_state.usage += usage
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self.offered_tools if self.offered_tools is not None else self.tools.schemas()
 
     def _emit(self, event: events.Event) -> None:
         if self.recorder is not None:
@@ -107,13 +142,18 @@ class Engine:
             result = await self._run_single(self._queued.popleft())
         return result
 
-    async def _run_single(self, prompt: str) -> TurnResult:
+    async def continue_turn(self, note: str | None = None) -> TurnResult:
+        """Resume from the current messages (a checkpoint), optionally adding a user note."""
+        return await self._run_single(note, resume=True)
+
+    async def _run_single(self, prompt: str | None, *, resume: bool = False) -> TurnResult:
         self.turns += 1
         self.context.journal.begin_turn(self.turns)
         self._task = asyncio.current_task()
-        self._emit(events.TurnStarted(turn=self.turns, prompt=prompt))
-        self.messages.append({"role": "user", "content": prompt})
-        state = _TurnState()
+        self._emit(events.TurnStarted(turn=self.turns, prompt=prompt or ""))
+        if prompt is not None:
+            self.messages.append({"role": "user", "content": prompt})
+        state = self._turn_state = _TurnState()
         try:
             result = await self._loop(state)
         except asyncio.CancelledError:
@@ -123,6 +163,7 @@ class Engine:
             result = TurnResult("interrupted", state.steps, state.usage, state.partial_text)
         finally:
             self._task = None
+            self._turn_state = None
         self._checkpoint(sync=True)
         if result.error:
             self._emit(events.ErrorEvent(message=result.error))
@@ -149,8 +190,16 @@ class Engine:
                     "ask to continue if more work is needed.",
                 )
             state.steps += 1
+            self._checkpoint()
             try:
-                completion = await self._request(state)
+                completion = await self._request_with_retries(state)
+            except TimeoutError:
+                return TurnResult(
+                    "timed_out",
+                    state.steps,
+                    state.usage,
+                    error=f"API call timed out after {int(self.request_timeout_secs * 1000)}ms",
+                )
             except ProviderError as error:
                 return TurnResult("failed", state.steps, state.usage, error=error.message)
             self.messages.append(_assistant_message(completion))
@@ -185,8 +234,12 @@ class Engine:
                     error="The provider's content filter stopped the reply.",
                 )
             if not completion.tool_calls:
-                if self._steers:
-                    continue  # the user added something while the answer streamed
+                if self._steers or not self._runtime.empty():
+                    continue  # the user (or a child) added something while the answer streamed
+                if self.children_pending():
+                    # The turn stays open while children run; their completions resume it.
+                    self.inject_runtime_event(await self._runtime.get())
+                    continue
                 return TurnResult("completed", state.steps, state.usage, completion.content)
             state.pending_calls = list(completion.tool_calls)
             outcomes = await self.dispatcher.run(completion.tool_calls)
@@ -199,10 +252,30 @@ class Engine:
             text = self._steers.popleft()
             self.messages.append({"role": "user", "content": text})
             self._emit(events.SteerAccepted(text=text))
+        while not self._runtime.empty():
+            self.messages.append({"role": "user", "content": self._runtime.get_nowait()})
+
+    def clear_steers(self) -> None:
+        self._steers.clear()
+
+    async def _request_with_retries(self, state: _TurnState) -> Completion:
+        """Retry transient failures that happened mid-stream (the client retries the rest)."""
+        for attempt in range(MAX_STREAM_RETRIES + 1):
+            try:
+                if self.request_timeout_secs is None:
+                    return await self._request(state)
+                async with asyncio.timeout(self.request_timeout_secs):
+                    return await self._request(state)
+            except ProviderError as error:
+                if not error.retryable or attempt == MAX_STREAM_RETRIES:
+                    raise
+                await asyncio.sleep(0.5 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _request(self, state: _TurnState) -> Completion:
         state.partial_text = ""
-        stream = self.client.stream(self.messages, tools=self.tools.schemas(), model=self.model)
+        self.last_request_size = len(self.messages)
+        stream = self.client.stream(self.messages, tools=self.schemas(), model=self.model)
         async with aclosing(stream):
             async for event in stream:
                 if isinstance(event, TextDelta):

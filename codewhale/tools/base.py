@@ -64,6 +64,8 @@ class Tool(ABC):
     approval: ClassVar[ApprovalClass] = ApprovalClass.AUTO
     # Plan-mode exception for tools that only write plan artifacts.
     plan_artifact: ClassVar[bool] = False
+    # Auto-approved but order-sensitive (e.g. agent_open): never run alongside siblings.
+    sequential: ClassVar[bool] = False
 
     def schema(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,156 @@
+"""Worker records (what is persisted) and projections (what tools return)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_EVENTS = 128
+TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
+WHALES = (
+    "Moby",
+    "Humphrey",
+    "Shamu",
+    "Willy",
+    "Migaloo",
+    "Keiko",
+    "Tilikum",
+    "Luna",
+    "Springer",
+    "Granny",
+    "Old Tom",
+    "Blue",
+    "Narwhal",
+    "Beluga",
+    "Orca",
+    "Minke",
+    "Bowhead",
+    "Sei",
+    "Fin",
+    "Bryde",
+    "Pilot",
+    "Sperm",
+    "Gray",
+    "Right",
+    "Humpback",
+    "Vaquita",
+    "Baiji",
+)
+
+
+def new_agent_id() -> str:
+    return "agent_" + secrets.token_hex(4)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class WorkerRecord:
+    """One child's persisted state; mutated only by the manager."""
+
+    run_id: str
+    agent_id: str
+    name: str
+    nickname: str
+    objective: str
+    description: str
+    type: str
+    role: str
+    model: str
+    workspace: str
+    git_branch: str | None
+    session_boot_id: str
+    status: str = "pending"
+    worker_status: str = "queued"
+    created_at_ms: int = field(default_factory=now_ms)
+    updated_at_ms: int = field(default_factory=now_ms)
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    steps_taken: int = 0
+    result: str | None = None
+    error: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"input": 0, "output": 0, "cache_hit": 0, "cache_miss": 0}
+    )
+    verification: dict[str, Any] = field(default_factory=lambda: {"status": "self_report_only"})
+    report: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    fork_context: bool = False
+    max_depth: int = 0
+    activity: str = ""
+    owner_pid: int | None = None
+    event_seq: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def add_event(self, status: str, message: str, **extra: Any) -> None:
+        self.event_seq += 1
+        entry = {"seq": self.event_seq, "ts_ms": now_ms(), "status": status, "message": message}
+        entry.update({key: value for key, value in extra.items() if value is not None})
+        self.events.append(entry)
+        del self.events[:-MAX_EVENTS]
+        self.updated_at_ms = entry["ts_ms"]
+
+    def duration_ms(self) -> int:
+        if self.started_at_ms is None:
+            return 0
+        return (self.finished_at_ms or now_ms()) - self.started_at_ms
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkerRecord:
+        known = {name for name in cls.__dataclass_fields__}
+        values = {key: value for key, value in data.items() if key in known}
+        values.setdefault("nickname", values.get("name", ""))
+        values.setdefault("session_boot_id", "")
+        values.setdefault("description", "")
+        return cls(**values)
+
+    def projection(
+        self, transcript_handle: dict[str, Any] | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """The JSON that agent_open / agent_eval / agent_close return (spec §6)."""
+        forked = self.fork_context
+        data: dict[str, Any] = {
+            "name": self.name,
+            "agent_id": self.agent_id,
+            "run_id": self.run_id,
+            "nickname": self.nickname,
+            "description": self.description,
+            "type": self.type,
+            "role": self.role,
+            "model": self.model,
+            "status": self.status,
+            "worker_status": self.worker_status,
+            "terminal": self.terminal,
+            "context_mode": "forked" if forked else "fresh",
+            "prefix_cache": {"mode": "forked", "parent_prefix": "preserved_byte_identical"}
+            if forked
+            else {"mode": "fresh", "parent_prefix": "not_inherited"},
+            "steps_taken": self.steps_taken,
+            "duration_ms": self.duration_ms(),
+            "result": self.result if self.terminal else None,
+            "report": self.report,
+            "transcript_handle": transcript_handle,
+            "follow_up": {"tool": "agent_eval", "agent_id": self.agent_id},
+            "usage": dict(self.usage),
+            "verification": dict(self.verification),
+        }
+        if self.error:
+            data["error"] = self.error
+        if self.status == "interrupted":
+            data["checkpoint"] = {"saved": self.checkpoint is not None}
+            data["continuable"] = self.checkpoint is not None
+        data.update(extra)
+        return data

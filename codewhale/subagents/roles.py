@@ -1,0 +1,162 @@
+"""The canonical sub-agent roles: names, aliases, postures and system prompts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from codewhale.permissions import CommandClass
+
+
+class Role(StrEnum):
+    GENERAL = "general"
+    EXPLORE = "explore"
+    PLAN = "plan"
+    REVIEW = "review"
+    IMPLEMENTER = "implementer"
+    VERIFIER = "verifier"
+    CUSTOM = "custom"
+
+
+ALIASES: dict[Role, tuple[str, ...]] = {
+    Role.GENERAL: ("worker", "default", "general-purpose", "general_purpose"),
+    Role.EXPLORE: ("explorer", "exploration"),
+    Role.PLAN: ("planning", "planner", "awaiter"),
+    Role.REVIEW: ("reviewer", "code-review", "code_review", "code-reviewer"),
+    Role.IMPLEMENTER: ("implement", "implementation", "builder"),
+    Role.VERIFIER: ("verify", "verification", "validator", "tester"),
+    Role.CUSTOM: (),
+}
+
+WRITE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch", "revert_turn"})
+PLAN_TOOLS = frozenset({"update_plan", "checklist_write"})
+AGENT_TOOLS = frozenset({"agent_open", "agent_eval", "agent_close"})
+
+
+@dataclass(frozen=True)
+class Posture:
+    """What a role may do: file writes, plan artifacts, and which shell commands."""
+
+    writes: bool
+    plan_artifacts: bool
+    # None = no shell; CommandClass.OTHER = any command; READ_ONLY / TEST = those only.
+    shell: CommandClass | None
+    label: str
+
+    def refusal(self, tool: str, role_name: str) -> str | None:
+        """Why `tool` is not allowed in this posture, or None if it is."""
+        if tool in WRITE_TOOLS and not self.writes:
+            return (
+                f"{tool} is not available to the {role_name} role ({self.label}): it may not "
+                "modify files. Report the change you would make instead."
+            )
+        if tool in PLAN_TOOLS and not (self.writes or self.plan_artifacts):
+            return f"{tool} is not available to the {role_name} role ({self.label})."
+        if tool == "exec_shell" and self.shell is None:
+            return f"exec_shell is not available to the {role_name} role ({self.label})."
+        return None
+
+
+POSTURES: dict[Role, Posture] = {
+    Role.GENERAL: Posture(True, True, CommandClass.OTHER, "full access"),
+    Role.EXPLORE: Posture(False, False, CommandClass.READ_ONLY, "read-only"),
+    Role.PLAN: Posture(False, True, CommandClass.READ_ONLY, "read-only plus plan artifacts"),
+    Role.REVIEW: Posture(False, False, None, "read-only, no shell"),
+    Role.IMPLEMENTER: Posture(True, True, CommandClass.OTHER, "full access"),
+    Role.VERIFIER: Posture(False, False, CommandClass.TEST, "read-only plus test commands"),
+    Role.CUSTOM: Posture(True, True, CommandClass.OTHER, "explicit tool list"),
+}
+
+UI_COLORS = {
+    Role.GENERAL: "white",
+    Role.EXPLORE: "blue",
+    Role.PLAN: "green",
+    Role.REVIEW: "yellow",
+    Role.IMPLEMENTER: "cyan",
+    Role.VERIFIER: "magenta",
+    Role.CUSTOM: "white",
+}
+
+
+class RoleError(ValueError):
+    """A role or type the runtime cannot use; the message is what the model reads."""
+
+
+def role_help(definition_names: list[str] | tuple[str, ...] = ()) -> str:
+    parts = []
+    for role in Role:
+        aliases = ALIASES[role]
+        parts.append(f"{role.value} (aliases: {', '.join(aliases)})" if aliases else role.value)
+    text = ", ".join(parts)
+    if definition_names:
+        text += ", " + ", ".join(definition_names)
+    return text
+
+
+def lookup_role(name: str) -> Role | None:
+    """The canonical role for a name or alias (case-insensitive, trimmed), else None."""
+    key = name.strip().lower()
+    for role in Role:
+        if key == role.value or key in ALIASES[role]:
+            return role
+    return None
+
+
+def invalid_type_error(name: str, definition_names: list[str] | tuple[str, ...] = ()) -> RoleError:
+    return RoleError(f"Invalid sub-agent type '{name}'. Use: {role_help(definition_names)}")
+
+
+OUTPUT_CONTRACT = """\
+When you finish, end your final message with these five sections, in this order:
+
+SUMMARY: one paragraph on what you did and what happened.
+CHANGES: the files you modified, one per line; "None." if you changed nothing.
+EVIDENCE: one bullet per finding, citing path:line-range where it applies.
+RISKS: what could go wrong, or what the parent should double-check.
+BLOCKERS: what stopped you; "None." if you finished cleanly."""
+
+_INTROS: dict[Role, str] = {
+    Role.GENERAL: (
+        "You are a sub-agent carrying out one assignment from a parent agent. Work "
+        "independently with the tools you have, finish the whole assignment, and verify "
+        "what you claim. The parent sees only your final message."
+    ),
+    Role.EXPLORE: (
+        "You are an exploration sub-agent. Map the code relevant to the assignment quickly "
+        "and read-only: search, open files, follow references. Do not modify anything. "
+        "Every claim you report cites path:line evidence the parent can open."
+    ),
+    Role.PLAN: (
+        "You are a planning sub-agent. Study the code and produce a concrete, ordered "
+        "strategy the parent can execute. You may record it with update_plan and "
+        "checklist_write, but you do not carry it out and do not modify source files."
+    ),
+    Role.REVIEW: (
+        "You are a review sub-agent. Read the change or code you were given and grade it: "
+        "list findings with a severity (critical, major, minor, nit), where they are, and "
+        "how to fix them. Describe fixes; never apply them."
+    ),
+    Role.IMPLEMENTER: (
+        "You are an implementer sub-agent. Land exactly the change specified, with the "
+        "smallest edit that does it: no drive-by refactoring. Run a quick check that the "
+        "change works before you report."
+    ),
+    Role.VERIFIER: (
+        "You are a verification sub-agent. Run the tests or checks you were asked to run "
+        "and report pass or fail with the exact failing assertions and output. Do not fix "
+        "anything; put likely fixes under RISKS."
+    ),
+    Role.CUSTOM: (
+        "You are a sub-agent with a deliberately narrow tool set. Do the assignment with "
+        "the tools you were given; if they are not enough, say so under BLOCKERS."
+    ),
+}
+
+
+def role_prompt(role: Role, intro: str | None = None, role_name: str | None = None) -> str:
+    """Intro + the output contract (once) + the role line."""
+    name = role_name or role.value
+    return (
+        f"{(intro or _INTROS[role]).strip()}\n\n{OUTPUT_CONTRACT}\n\n"
+        f"You are operating in the role of `{name}`."
+    )

@@ -1,0 +1,210 @@
+"""Turn raw `agent_open` arguments into a validated SpawnRequest, with the spec's messages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codewhale.config_models import SubagentsConfig
+from codewhale.permissions import confine
+from codewhale.providers.presets import PRESETS
+from codewhale.providers.settings import ProviderSettings
+from codewhale.subagents.definitions import AgentDefinition, DefinitionSet
+from codewhale.subagents.roles import Role, RoleError, invalid_type_error, lookup_role
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
+ROLE_MODEL_KEYS = {
+    Role.GENERAL: "worker_model",
+    Role.EXPLORE: "explorer_model",
+    Role.PLAN: "awaiter_model",
+    Role.REVIEW: "review_model",
+    Role.CUSTOM: "custom_model",
+}
+
+
+class SpawnError(ValueError):
+    """agent_open arguments the runtime refuses; the message is returned to the model."""
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    prompt: str
+    description: str
+    type_name: str
+    role: Role
+    definition: AgentDefinition | None
+    name: str | None
+    allowed_tools: tuple[str, ...]
+    model: str
+    fork_context: bool
+    max_depth: int
+    workspace: Path
+
+
+def first_of(arguments: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if arguments.get(key) is not None:
+            return arguments[key]
+    return None
+
+
+def resolve_type(
+    arguments: Mapping[str, Any], definitions: DefinitionSet
+) -> tuple[str, Role, AgentDefinition | None]:
+    """(type name, role, definition) from `type`/`role` and their aliases."""
+    type_raw = first_of(arguments, "type", "agent_type", "subagent_type", "subagent_name")
+    role_raw = first_of(arguments, "role", "agent_role")
+    names = definitions.names()
+
+    def resolve(raw: Any) -> tuple[str, Role, AgentDefinition | None]:
+        text = str(raw)
+        role = lookup_role(text)
+        if role is not None:
+            return role.value, role, None
+        definition = definitions.definitions.get(text.strip().lower())
+        if definition is not None:
+            return definition.name, definition.base_role, definition
+        raise invalid_type_error(text, names)
+
+    try:
+        if type_raw is None and role_raw is None:
+            return Role.GENERAL.value, Role.GENERAL, None
+        if type_raw is not None and role_raw is not None:
+            first, second = resolve(type_raw), resolve(role_raw)
+            if first[1] != second[1]:
+                raise SpawnError("Conflicting type/agent_type and role/agent_role values")
+            return first if first[2] is not None else second
+        return resolve(type_raw if type_raw is not None else role_raw)
+    except RoleError as error:
+        raise SpawnError(str(error)) from None
+
+
+def clean_tool_list(raw: Any, known: set[str]) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        raw = [part for part in raw.split(",")]
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise SpawnError("allowed_tools must be a list of tool names")
+    names: list[str] = []
+    for item in raw:
+        name = item.strip()
+        if name and name not in names:
+            names.append(name)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SpawnError(f"Sub-agent requested unavailable tools: {', '.join(unknown)}")
+    return tuple(names)
+
+
+def resolve_model(
+    explicit: str | None,
+    role: Role,
+    type_name: str,
+    definition: AgentDefinition | None,
+    config: SubagentsConfig,
+    parent_model: str,
+) -> str:
+    """explicit > role key > type key > default_model > parent model (spec §11)."""
+    if explicit:
+        return explicit
+    if definition is not None and definition.model:
+        return definition.model
+    by_map = {lookup_role(key) or key: value for key, value in config.models.items()}
+    candidates = [
+        by_map.get(role),
+        getattr(config, ROLE_MODEL_KEYS[role]) if role in ROLE_MODEL_KEYS else None,
+        by_map.get(type_name.lower()),
+        config.default_model,
+    ]
+    return next((model for model in candidates if model), parent_model)
+
+
+def validate_model(model: str, settings: ProviderSettings) -> None:
+    """The official DeepSeek endpoint accepts only its own ids; others pass through."""
+    preset = PRESETS.get(settings.provider)
+    official = preset is not None and settings.base_url.rstrip("/") == preset.base_url
+    if official and preset.accepted_models and model not in preset.accepted_models:
+        raise SpawnError(
+            f"Invalid model '{model}' for provider {preset.label} "
+            f"(accepted: {', '.join(preset.accepted_models)})"
+        )
+
+
+def parse_spawn(
+    arguments: Mapping[str, Any],
+    *,
+    workspace: Path,
+    definitions: DefinitionSet,
+    known_tools: set[str],
+    config: SubagentsConfig,
+    settings: ProviderSettings,
+) -> SpawnRequest:
+    prompt = first_of(arguments, "prompt", "message", "objective")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SpawnError("agent_open needs a non-empty 'prompt' (aliases: message, objective)")
+    type_name, role, definition = resolve_type(arguments, definitions)
+    allowed = clean_tool_list(arguments.get("allowed_tools"), known_tools)
+    if role is Role.CUSTOM and not allowed:
+        raise SpawnError("Custom sub-agent requires a non-empty allowed_tools list")
+    if definition is not None and definition.tools is not None and not allowed:
+        allowed = definition.tools
+    max_depth = arguments.get("max_depth", 0)
+    if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 3:
+        raise SpawnError("max_depth must be between 0 and 3")
+    name = first_of(arguments, "name", "session_name")
+    if name is not None and (not isinstance(name, str) or not NAME_PATTERN.match(name)):
+        raise SpawnError("name must match [A-Za-z0-9._-]+")
+    fork = first_of(arguments, "fork_context", "forkContext", "inherit_context")
+    cwd = arguments.get("cwd")
+    child_root = workspace
+    if cwd is not None:
+        try:
+            child_root = confine(workspace, str(cwd))
+        except ValueError as error:
+            raise SpawnError(f"cwd: {error}") from None
+        if not child_root.is_dir():
+            raise SpawnError(f"cwd '{cwd}' is not a directory inside the workspace")
+    explicit = arguments.get("model")
+    model = resolve_model(
+        explicit if isinstance(explicit, str) else None,
+        role,
+        type_name,
+        definition,
+        config,
+        settings.model,
+    )
+    validate_model(model, settings)
+    description = arguments.get("description")
+    return SpawnRequest(
+        prompt=prompt,
+        description=str(description).strip() if description else _title(prompt),
+        type_name=type_name,
+        role=role,
+        definition=definition,
+        name=name,
+        allowed_tools=allowed,
+        model=model,
+        fork_context=bool(fork),
+        max_depth=max_depth,
+        workspace=child_root,
+    )
+
+
+def _title(prompt: str) -> str:
+    words = prompt.split()
+    return " ".join(words[:5]) + ("…" if len(words) > 5 else "")
+
+
+def assignment_message(request: SpawnRequest) -> str:
+    objective = " ".join(request.prompt.split())[:200]
+    return (
+        "Assignment metadata:\n"
+        f"- objective: {objective}\n"
+        f"- role: {request.role.value}\n"
+        f"- type: {request.type_name}\n\n"
+        f"Task:\n{request.prompt}"
+    )

@@ -1,0 +1,128 @@
+"""Files on disk for sub-agents: the state file, transcripts and checkpoints.
+
+The state file (`.codewhale/state/subagents.v1.json`) is replaced atomically
+under a lock file, so `codewhale agents list` in another process always reads
+a whole document. Transcripts are JSONL, appended as messages happen.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from codewhale.atomic import atomic_write_text
+from codewhale.paths import WorkspacePaths
+from codewhale.subagents.records import TERMINAL, WorkerRecord
+
+SCHEMA_VERSION = 1
+MAX_RECORDS = 256
+RESTART_REASON = "Interrupted by process restart"
+
+
+class StateFileError(Exception):
+    """A state file we must not touch (other schema version, unreadable JSON)."""
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class SubagentStore:
+    def __init__(self, workspace: Path) -> None:
+        paths = WorkspacePaths(workspace)
+        self.state_file = paths.subagents_state_file
+        self.lock_file = self.state_file.with_suffix(".lock")
+        self.transcripts_dir = paths.transcripts_dir
+        self.checkpoints_dir = paths.state_dir / "subagent-checkpoints"
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock_file.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def load(self) -> list[WorkerRecord]:
+        """Every record in the file; a missing file is an empty list."""
+        try:
+            text = self.state_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        try:
+            document = json.loads(text)
+        except ValueError as error:
+            raise StateFileError(f"{self.state_file}: not valid JSON ({error})") from None
+        version = document.get("schema_version") if isinstance(document, dict) else None
+        if version != SCHEMA_VERSION:
+            raise StateFileError(
+                f"{self.state_file}: schema_version {version!r} is not supported "
+                f"(this CodeWhale reads version {SCHEMA_VERSION}); the file was left untouched"
+            )
+        return [WorkerRecord.from_json(item) for item in document.get("agents", [])]
+
+    def save(self, records: list[WorkerRecord]) -> None:
+        """Atomically replace the file with `records` (oldest finished ones dropped past 256)."""
+        kept = trim(records)
+        document = {"schema_version": SCHEMA_VERSION, "agents": [r.to_json() for r in kept]}
+        with self._locked():
+            atomic_write_text(self.state_file, json.dumps(document, indent=1), mode=0o644)
+
+    def transcript_path(self, agent_id: str) -> Path:
+        return self.transcripts_dir / f"{agent_id}.jsonl"
+
+    def append_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
+        path = self.transcript_path(agent_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            for message in messages:
+                handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+
+    def save_checkpoint(self, agent_id: str, messages: list[dict[str, Any]]) -> Path:
+        path = self.checkpoints_dir / f"{agent_id}.json"
+        atomic_write_text(path, json.dumps({"messages": messages}), mode=0o600)
+        return path
+
+    def load_checkpoint(self, agent_id: str) -> list[dict[str, Any]] | None:
+        path = self.checkpoints_dir / f"{agent_id}.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["messages"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+
+def trim(records: list[WorkerRecord]) -> list[WorkerRecord]:
+    """At most MAX_RECORDS, dropping the oldest finished records first."""
+    if len(records) <= MAX_RECORDS:
+        return records
+    excess = len(records) - MAX_RECORDS
+    finished = sorted((r for r in records if r.terminal), key=lambda r: r.updated_at_ms)
+    dropped = {id(r) for r in finished[:excess]}
+    kept = [r for r in records if id(r) not in dropped]
+    return kept[-MAX_RECORDS:]
+
+
+def reconcile_dead_owners(records: list[WorkerRecord]) -> list[WorkerRecord]:
+    """Records left running by a process that no longer exists become interrupted."""
+    for record in records:
+        if record.status not in TERMINAL and not pid_alive(record.owner_pid):
+            record.status = "interrupted"
+            record.worker_status = "interrupted"
+            record.error = RESTART_REASON
+            record.add_event("interrupted", RESTART_REASON)
+    return records
