@@ -67,6 +67,9 @@ class _Entry:
 
     def text(self) -> str:
         if self.path is not None:
+            # A transcript handle may be described before its first line is written.
+            if not self.path.exists():
+                return ""
             return self.path.read_text(encoding="utf-8", errors="replace")
         if isinstance(self.value, str):
             return self.value
@@ -75,7 +78,7 @@ class _Entry:
     def line_offsets(self) -> list[int]:
         """Byte offsets of line starts, extended incrementally as the file grows."""
         assert self.path is not None
-        size = self.path.stat().st_size
+        size = self.path.stat().st_size if self.path.exists() else 0
         if size > self._indexed_bytes:
             with self.path.open("rb") as handle:
                 handle.seek(self._indexed_bytes)
@@ -93,6 +96,8 @@ class _Entry:
             lines = self.text().splitlines(keepends=True)
             return "".join(lines[start:end])
         offsets = self.line_offsets()
+        if not self.path.exists():
+            return ""
         size = self.path.stat().st_size
         bounds = [*offsets, size] if offsets[-1] < size else offsets
         last = len(bounds) - 1
@@ -106,7 +111,8 @@ class _Entry:
         if self.path is None:
             return len(self.text().splitlines())
         offsets = self.line_offsets()
-        return len(offsets) - 1 + (1 if self.path.stat().st_size > offsets[-1] else 0)
+        size = self.path.stat().st_size if self.path.exists() else 0
+        return len(offsets) - 1 + (1 if size > offsets[-1] else 0)
 
 
 class HandleStore:

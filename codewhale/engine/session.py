@@ -13,12 +13,15 @@ from typing import Any
 from codewhale.config import LoadedConfig, load_config
 from codewhale.engine import events
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
-from codewhale.engine.prompt import build_system_prompt
-from codewhale.paths import memory_file, user_dirs
+from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
+from codewhale.paths import WorkspacePaths, memory_file, user_agents_dir, user_dirs
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
 from codewhale.sessions.store import SessionError, SessionInfo, SessionStore, SessionWriter
+from codewhale.subagents.definitions import load_definitions
+from codewhale.subagents.manager import SubAgentManager
+from codewhale.subagents.tools import agent_tools, bind_opener
 from codewhale.tools.base import ToolContext
 from codewhale.tools.registry import ToolRegistry, default_tools
 
@@ -34,9 +37,11 @@ class Session:
     writer: SessionWriter
     client: ChatClient
     loaded: LoadedConfig
+    manager: SubAgentManager
     warnings: list[str] = field(default_factory=list)
 
     async def close(self) -> None:
+        await self.manager.shutdown()
         self.writer.close()
         await self.client.aclose()
 
@@ -91,9 +96,34 @@ def open_session(
         if messages and messages[0].get("role") == "system"
         else build_system_prompt(workspace, mode, memory_file=memory)
     )
+    definitions = load_definitions(
+        WorkspacePaths(workspace).agents_dir,
+        user_agents_dir(dirs),
+        {tool.name for tool in default_tools()},
+    )
+    warnings += [f"agent definition {error}" for error in definitions.errors]
+
+    def memory_text() -> str | None:
+        if memory is None or not memory.is_file():
+            return None
+        return memory.read_text(encoding="utf-8", errors="replace")[-MAX_MEMORY_CHARS:]
+
+    manager = SubAgentManager(
+        workspace=workspace,
+        client=client,
+        settings=settings,
+        config=loaded.config.subagents,
+        tools_factory=default_tools,
+        handles=context.handles,
+        definitions=definitions,
+        parent_mode=lambda: context.mode,
+        emit=emit,
+        memory_text=memory_text,
+    )
+    tools = [*default_tools(), *agent_tools(manager)]
     engine = Engine(
         client=client,
-        tools=ToolRegistry(default_tools()),
+        tools=ToolRegistry(tools),
         context=context,
         system_prompt=system_prompt,
         emit=emit,
@@ -102,7 +132,9 @@ def open_session(
         messages=messages,
         recorder=writer,
     )
-    return Session(engine, info, writer, client, loaded, warnings)
+    bind_opener(tools, engine)
+    manager.attach_parent(engine)
+    return Session(engine, info, writer, client, loaded, manager, warnings)
 
 
 def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo:
