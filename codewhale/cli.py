@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exec_parser.add_argument("--max-steps", type=int, help="model requests allowed per turn")
 
+    agents = commands.add_parser("agents", help="inspect sub-agent records of a workspace")
+    agents_commands = agents.add_subparsers(dest="agents_command", metavar="ACTION")
+    agents_list = agents_commands.add_parser("list", help="sub-agents of the latest session")
+    agents_list.add_argument("--all", action="store_true", help="include earlier sessions")
+    agents_list.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_override_flags(agents_list)
+    agents_show = agents_commands.add_parser("show", help="one sub-agent's record")
+    agents_show.add_argument("agent_id", help="agent id or name")
+    agents_show.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_override_flags(agents_show)
+
     sessions = commands.add_parser("sessions", help="list saved conversations")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
     listing = sessions_commands.add_parser("list", help="sessions, newest first")
@@ -106,6 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from codewhale.headless import run_exec
 
         return run_exec(args)
+    if args.command == "agents":
+        from codewhale.subagents.cli import run_agents_command
+
+        return run_agents_command(args)
     if args.command == "sessions":
         from codewhale.sessions.listing import run_sessions_command
 

@@ -201,8 +201,7 @@ class SubAgentManager:
             self._check_name_free(request.name)
         child = self._create_child(request, all_tools, opener)
         self._children[child.record.agent_id] = child
-        child.task = asyncio.get_running_loop().create_task(self._run(child))
-        self._ensure_monitor()
+        self._start(child)
         self._publish(child, "queued", message=QUEUED_TEXT, worker_status="queued")
         return self.projection(child)
 
@@ -314,9 +313,19 @@ class SubAgentManager:
                 self._finish(child, result)
         except asyncio.CancelledError:
             self._finish_stopped(child)
-        finally:
-            child.done.set()
-            self._flush_now()
+
+    def _start(self, child: _Child, *, resume: bool = False) -> None:
+        child.done = asyncio.Event()
+        child.task = asyncio.get_running_loop().create_task(self._run(child, resume=resume))
+        child.task.add_done_callback(lambda _: self._settle(child))
+        self._ensure_monitor()
+
+    def _settle(self, child: _Child) -> None:
+        """Runs when the task ends, even one cancelled before its first line executed."""
+        if not child.record.terminal:
+            self._finish_stopped(child)
+        child.done.set()
+        self._flush_now()
 
     @contextlib.asynccontextmanager
     async def _launch_slot(self, child: _Child):
@@ -576,9 +585,7 @@ class SubAgentManager:
         record.error = None
         record.finished_at_ms = None
         child.stop = None
-        child.done = asyncio.Event()
-        child.task = asyncio.get_running_loop().create_task(self._run(child, resume=True))
-        self._ensure_monitor()
+        self._start(child, resume=True)
         return {"resumed": True}
 
     # -- persistence -----------------------------------------------------------------------------

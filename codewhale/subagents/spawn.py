@@ -61,12 +61,15 @@ def resolve_type(
 
     def resolve(raw: Any) -> tuple[str, Role, AgentDefinition | None]:
         text = str(raw)
+        key = text.strip().lower()
+        definition = definitions.definitions.get(key)
+        # A definition may share a name with an alias (the built-in code-reviewer does) and
+        # is the more specific choice; canonical role names always mean the role.
+        if definition is not None and key not in {role.value for role in Role}:
+            return definition.name, definition.base_role, definition
         role = lookup_role(text)
         if role is not None:
             return role.value, role, None
-        definition = definitions.definitions.get(text.strip().lower())
-        if definition is not None:
-            return definition.name, definition.base_role, definition
         raise invalid_type_error(text, names)
 
     try:
