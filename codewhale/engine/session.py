@@ -120,6 +120,8 @@ def open_session(
         emit=emit,
         memory_text=memory_text,
     )
+    if manager.state_error:
+        warnings.append(manager.state_error)
     tools = [*default_tools(), *agent_tools(manager)]
     engine = Engine(
         client=client,

@@ -33,7 +33,7 @@ from codewhale.subagents.definitions import DefinitionSet
 from codewhale.subagents.mailbox import Mailbox
 from codewhale.subagents.records import WHALES, WorkerRecord, new_agent_id, now_ms
 from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
-from codewhale.subagents.store import SubagentStore, reconcile_dead_owners
+from codewhale.subagents.store import StateFileError, SubagentStore, reconcile_dead_owners
 from codewhale.tools.base import Tool, ToolContext
 from codewhale.tools.registry import ToolRegistry
 
@@ -119,6 +119,7 @@ class SubAgentManager:
         self._branch = git_branch(self.workspace)
         self._flush_task: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
+        self.state_error: str | None = None
         self._prior = reconcile_dead_owners(self._load_prior())
         self.child_usage = Usage()
 
@@ -132,7 +133,9 @@ class SubAgentManager:
     def _load_prior(self) -> list[WorkerRecord]:
         try:
             return self.store.load()
-        except Exception:  # an unreadable state file must not stop the session
+        except StateFileError as error:
+            # Keep working, but never overwrite a file we could not read.
+            self.state_error = f"{error}; sub-agent records will not be saved this session"
             return []
 
     # -- reading -----------------------------------------------------------------------
@@ -599,6 +602,8 @@ class SubAgentManager:
         self._flush_now()
 
     def _flush_now(self) -> None:
+        if self.state_error is not None:
+            return
         current = [c.record for c in self._children.values()]
         ids = {r.agent_id for r in current}
         self.store.save([r for r in self._prior if r.agent_id not in ids] + current)

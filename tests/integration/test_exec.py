@@ -312,3 +312,99 @@ def test_approve_ask_prompts_on_a_terminal(llm, run_exec, workspace):
             process.kill()
         os.close(controller)
     assert (workspace / "asked.txt").exists()
+
+
+@pytest.mark.slow
+def test_sigkill_while_children_run_leaves_valid_records_and_transcripts(llm, run_exec, workspace):
+    import signal
+    import time
+
+    def is_child(body):
+        return any("Task:\n" in str(m.get("content")) for m in body["messages"])
+
+    llm.route(is_child, respond=lambda body: Reply(fault=Fault.stall(seconds=30)))
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("agent_open", {"prompt": "first child"}),
+                ToolCallSpec("agent_open", {"prompt": "second child", "type": "explore"}),
+            ]
+        ),
+        Reply(text="waiting for children"),
+    )
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
+    }
+    env.update(
+        CODEWHALE_HOME=str(run_exec.home),
+        CODEWHALE_BASE_URL=llm.base_url,
+        DEEPSEEK_API_KEY=TEST_KEY,
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "delegate"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    state = workspace / ".codewhale" / "state" / "subagents.v1.json"
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            children = sum(is_child(r.json) for r in llm.requests)
+            if children >= 2 and state.exists():
+                agents = json.loads(state.read_text())["agents"]
+                if len(agents) == 2 and all(a["status"] == "running" for a in agents):
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("children never reached running")
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codewhale",
+            "agents",
+            "list",
+            "--json",
+            "--workspace",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert listing.returncode == 0, listing.stderr
+    agents = json.loads(listing.stdout)["agents"]
+    assert len(agents) == 2
+    for agent in agents:
+        assert agent["status"] == "interrupted"
+        assert agent["error"] == "Interrupted by process restart"
+        transcript = Path(agent["artifacts"]["transcript"])
+        lines = transcript.read_text().splitlines()
+        assert len(lines) >= 2
+        assert [json.loads(line)["role"] for line in lines[:2]] == ["system", "user"]
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codewhale",
+            "agents",
+            "show",
+            agents[0]["agent_id"],
+            "-C",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert shown.returncode == 0 and "interrupted" in shown.stdout
