@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bench import engine_overhead, startup
+from bench import engine_overhead, fanout, startup, state_io
 
 
 def main() -> None:
-    for benchmark in (startup, engine_overhead):
+    for benchmark in (startup, engine_overhead, fanout, state_io):
         benchmark.main()
 
 

@@ -8,8 +8,10 @@ failure into a ProviderError whose message says what to do about it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -36,8 +38,15 @@ from codewhale.providers.stream import StreamAssembler, completion_from_message
 from codewhale.providers.types import Completion, StreamEvent, StreamFinished, TextDelta
 
 logger = logging.getLogger("codewhale.providers")
+DRAIN_TIMEOUT_SECS = 1.0
 
 Message = Mapping[str, Any]
+
+
+@functools.cache
+def _shared_ssl_context() -> ssl.SSLContext:
+    """Loading the CA bundle costs ~20 ms; do it once per process, not once per client."""
+    return httpx.create_ssl_context()
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
@@ -60,6 +69,7 @@ class ChatClient:
         self._url = settings.base_url.rstrip("/") + "/chat/completions"
         idle = settings.stream_idle_timeout_secs
         self._http = httpx.AsyncClient(
+            verify=_shared_ssl_context(),
             # httpx's own read timeout is only a backstop: keep-alive comments reset it,
             # so the idle timeout that matters is enforced per SSE event below.
             timeout=httpx.Timeout(
@@ -67,6 +77,14 @@ class ChatClient:
             ),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
         )
+
+    def clone(self) -> ChatClient:
+        """A client for the same endpoint with its own connection pool.
+
+        Each sub-agent gets one: httpcore scans every pooled connection on every request,
+        so one shared pool slows down as the number of concurrent streams grows.
+        """
+        return ChatClient(self.settings, retry_base_delay_secs=self._retry_base_delay)
 
     async def __aenter__(self) -> ChatClient:
         return self
@@ -219,13 +237,18 @@ class ChatClient:
         events = EventSource(response).aiter_sse()
         saw_data = done = False
         try:
-            while not done:
+            while True:
                 try:
-                    async with asyncio.timeout(idle):
+                    # After [DONE], keep reading briefly to the end of the body: an early
+                    # break closes the connection, and reconnecting for every request costs
+                    # more CPU than the request when many children stream at once.
+                    async with asyncio.timeout(DRAIN_TIMEOUT_SECS if done else idle):
                         sse = await anext(events)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
+                    if done:
+                        break
                     raise IdleTimeoutError(
                         f"No data from {self.settings.label} for {idle:g} s "
                         "(stream idle timeout); the request was abandoned."
@@ -234,7 +257,7 @@ class ChatClient:
                 if not data:
                     continue
                 saw_data = True
-                if data == "[DONE]":
+                if data == "[DONE]" or done:
                     done = True
                     continue
                 for event in assembler.feed(_json(data)):

@@ -92,7 +92,11 @@ def first_messages(
 
 
 class ChildRecorder:
-    """Appends a child's new messages to its transcript and keeps its checkpoint current."""
+    """Appends a child's new messages to its transcript; the checkpoint is its length.
+
+    The transcript holds every message in order, so "the first N lines" is a complete,
+    continuable checkpoint without writing a second copy of the conversation.
+    """
 
     def __init__(self, store: SubagentStore, record: WorkerRecord) -> None:
         self.store = store
@@ -104,8 +108,10 @@ class ChildRecorder:
             return
         self.store.append_transcript(self.record.agent_id, messages[self._written :])
         self._written = len(messages)
-        path = self.store.save_checkpoint(self.record.agent_id, messages)
-        self.record.checkpoint = {"path": str(path), "messages": len(messages)}
+        self.record.checkpoint = {
+            "transcript": str(self.store.transcript_path(self.record.agent_id)),
+            "messages": len(messages),
+        }
 
     def record_event(self, event: dict[str, Any]) -> None:
         """Events go to the mailbox instead; the transcript holds messages only."""

@@ -44,6 +44,7 @@ CONTINUE_NOTE = (
     "Your previous model request timed out. Continue the assignment from where you stopped."
 )
 PROGRESS_INTERVAL_SECS = 0.25
+FLUSH_DELAY_SECS = 0.1
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ class SubAgentManager:
         )
         child = _Child(record=record, request=request)
         child.engine = Engine(
-            client=self.client,
+            client=self.client.clone(),
             tools=registry,
             context=context,
             system_prompt=prompt,
@@ -313,6 +314,13 @@ class SubAgentManager:
                     result = await child.engine.run_turn(child.pending_first_prompt or "")
                 if result.status == "completed":
                     result = await self._remind_if_malformed(child, result)
+                    report = parse_report(result.final_text)
+                    if report["well_formed"]:
+                        # git status runs in a thread: a blocking subprocess would stall
+                        # every other child's stream for its duration.
+                        record.verification = await asyncio.to_thread(
+                            verify_claims, Path(record.workspace), report
+                        )
                 self._finish(child, result)
         except asyncio.CancelledError:
             self._finish_stopped(child)
@@ -328,7 +336,9 @@ class SubAgentManager:
         if not child.record.terminal:
             self._finish_stopped(child)
         child.done.set()
-        self._flush_now()
+        self._mark_dirty(delay=0)
+        # Its connections are idle now; a continuation opens fresh ones.
+        asyncio.get_running_loop().create_task(child.engine.client.aclose())
 
     @contextlib.asynccontextmanager
     async def _launch_slot(self, child: _Child):
@@ -372,8 +382,6 @@ class SubAgentManager:
             record.status = "completed"
             record.result = result.final_text
             record.report = parse_report(result.final_text)
-            if record.report["well_formed"]:
-                record.verification = verify_claims(Path(record.workspace), record.report)
             kind, message = "completed", "completed"
         elif result.status == "timed_out":
             record.status = "interrupted"
@@ -520,7 +528,7 @@ class SubAgentManager:
             await asyncio.gather(*pending)
         if self._monitor is not None:
             self._monitor.cancel()
-        self._flush_now()
+        await self.flush()
 
     def _ensure_monitor(self) -> None:
         if self._monitor is None or self._monitor.done():
@@ -588,25 +596,37 @@ class SubAgentManager:
         record.error = None
         record.finished_at_ms = None
         child.stop = None
+        child.engine.client = self.client.clone()
         self._start(child, resume=True)
         return {"resumed": True}
 
     # -- persistence -----------------------------------------------------------------------------
 
-    def _mark_dirty(self) -> None:
-        if self._flush_task is None or self._flush_task.done():
-            self._flush_task = asyncio.get_running_loop().create_task(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(0.05)  # coalesce bursts of events into one write
-        self._flush_now()
-
-    def _flush_now(self) -> None:
+    def _mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
+        """Schedule one write soon; every change until then rides along with it."""
         if self.state_error is not None:
             return
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush_later(delay))
+
+    async def _flush_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        snapshot = self.store.snapshot(self._all_records())
+        # Encoding and the write (with its fsync) run in a thread so children keep streaming.
+        await asyncio.to_thread(self.store.write, snapshot)
+
+    def _all_records(self) -> list[WorkerRecord]:
         current = [c.record for c in self._children.values()]
         ids = {r.agent_id for r in current}
-        self.store.save([r for r in self._prior if r.agent_id not in ids] + current)
+        return [r for r in self._prior if r.agent_id not in ids] + current
+
+    async def flush(self) -> None:
+        """Write the current state now (after any write already in flight)."""
+        if self._flush_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flush_task
+        if self.state_error is None:
+            self.store.save(self._all_records())
 
 
 def _next_action(record: WorkerRecord) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_EVENTS = 128
@@ -106,7 +106,13 @@ class WorkerRecord:
         return (self.finished_at_ms or now_ms()) - self.started_at_ms
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain data for JSON; shallow copies are enough because it is serialized at once."""
+        data = dict(vars(self))
+        for key in ("events", "allowed_tools"):
+            data[key] = list(data[key])
+        for key in ("artifacts", "usage", "verification"):
+            data[key] = dict(data[key])
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkerRecord:

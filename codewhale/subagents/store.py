@@ -76,12 +76,22 @@ class SubagentStore:
             )
         return [WorkerRecord.from_json(item) for item in document.get("agents", [])]
 
-    def save(self, records: list[WorkerRecord]) -> None:
-        """Atomically replace the file with `records` (oldest finished ones dropped past 256)."""
-        kept = trim(records)
-        document = {"schema_version": SCHEMA_VERSION, "agents": [r.to_json() for r in kept]}
+    def snapshot(self, records: list[WorkerRecord]) -> list[dict[str, Any]]:
+        """Plain copies of the records to keep (oldest finished dropped past 256).
+
+        Cheap enough for the event loop; the copies may then be encoded in another thread.
+        """
+        return [record.to_json() for record in trim(records)]
+
+    def write(self, snapshot: list[dict[str, Any]]) -> None:
+        """Encode and atomically replace the file under the lock (blocking: off the loop)."""
+        document = {"schema_version": SCHEMA_VERSION, "agents": snapshot}
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
         with self._locked():
-            atomic_write_text(self.state_file, json.dumps(document, indent=1), mode=0o644)
+            atomic_write_text(self.state_file, text, mode=0o644)
+
+    def save(self, records: list[WorkerRecord]) -> None:
+        self.write(self.snapshot(records))
 
     def transcript_path(self, agent_id: str) -> Path:
         return self.transcripts_dir / f"{agent_id}.jsonl"
@@ -92,18 +102,6 @@ class SubagentStore:
         with path.open("a", encoding="utf-8") as handle:
             for message in messages:
                 handle.write(json.dumps(message, ensure_ascii=False) + "\n")
-
-    def save_checkpoint(self, agent_id: str, messages: list[dict[str, Any]]) -> Path:
-        path = self.checkpoints_dir / f"{agent_id}.json"
-        atomic_write_text(path, json.dumps({"messages": messages}), mode=0o600)
-        return path
-
-    def load_checkpoint(self, agent_id: str) -> list[dict[str, Any]] | None:
-        path = self.checkpoints_dir / f"{agent_id}.json"
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))["messages"]
-        except (OSError, ValueError, KeyError):
-            return None
 
 
 def trim(records: list[WorkerRecord]) -> list[WorkerRecord]:

@@ -422,8 +422,9 @@ async def test_fork_context_sends_the_parent_prefix_byte_identical(llm, make_ses
     assert tail[0]["content"].startswith("<codewhale:fork_state>")
     assert tail[1]["content"].startswith("<codewhale:subagent_context>")
     assert tail[2]["content"].startswith("Assignment metadata:")
+    parent_second = [r for r in llm.requests if not for_task("forked job")(r.json)][1]
     projection = json.loads(
-        next(m for m in llm.requests[1].json["messages"] if m["role"] == "tool")["content"]
+        next(m for m in parent_second.json["messages"] if m["role"] == "tool")["content"]
     )
     assert projection["prefix_cache"] == {
         "mode": "forked",

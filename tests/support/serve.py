@@ -1,0 +1,25 @@
+"""Run a LoopbackLLM in its own process: `python -m tests.support.serve module:responder`.
+
+Benchmarks use it so the server's Python threads do not share the measured
+process's GIL. Prints the base URL on one line, serves until stdin closes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from tests.support.llm_server import LoopbackLLM
+
+
+def main() -> None:
+    module_name, _, function_name = sys.argv[1].partition(":")
+    responder = getattr(importlib.import_module(module_name), function_name)
+    with LoopbackLLM() as llm:
+        llm.respond = responder
+        print(llm.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
