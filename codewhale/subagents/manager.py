@@ -75,6 +75,9 @@ class _Child:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     last_progress: float = field(default_factory=time.monotonic)
     stop: tuple[str, str] | None = None  # (status, message) set by whoever stops it
+    # The engine that opened it (the parent, or a child with max_depth > 0): completions
+    # and token usage go back to it.
+    owner: Engine | None = None
     last_progress_publish: float = 0.0
     pending_first_prompt: str | None = None
 
@@ -129,7 +132,7 @@ class SubAgentManager:
     def attach_parent(self, engine: Engine) -> None:
         """The parent engine whose turn waits for children and receives completions."""
         self._parent_engine = engine
-        engine.children_pending = self.has_live_children
+        engine.children_pending = lambda: self.has_live_children_of(engine)
 
     def _load_prior(self) -> list[WorkerRecord]:
         try:
@@ -146,6 +149,12 @@ class SubAgentManager:
 
     def has_live_children(self) -> bool:
         return self.live_count() > 0
+
+    def has_live_children_of(self, engine: Engine) -> bool:
+        return any(
+            c.owner is engine and c.task is not None and not c.task.done()
+            for c in self._children.values()
+        )
 
     def snapshot(self) -> tuple[AgentSnapshot, ...]:
         return tuple(_snapshot(c.record) for c in self._children.values())
@@ -204,9 +213,13 @@ class SubAgentManager:
         if request.name is not None:
             self._check_name_free(request.name)
         child = self._create_child(request, all_tools, opener)
+        child.owner = opener or self._parent_engine
         self._children[child.record.agent_id] = child
         self._start(child)
         self._publish(child, "queued", message=QUEUED_TEXT, worker_status="queued")
+        spawner = self._child_of(child.owner)
+        if spawner is not None:
+            self._publish(spawner, "child_spawned", child_agent_id=child.record.agent_id)
         return self.projection(child)
 
     def _check_name_free(self, name: str) -> None:
@@ -295,7 +308,16 @@ class SubAgentManager:
             recorder=child_setup.ChildRecorder(self.store, record),
         )
         child.pending_first_prompt = messages[-1]["content"]
+        if request.max_depth > 0:
+            from codewhale.subagents.tools import bind_opener
+
+            bind_opener(tools, child.engine)
+            engine = child.engine
+            engine.children_pending = lambda: self.has_live_children_of(engine)
         return child
+
+    def _child_of(self, engine: Engine | None) -> _Child | None:
+        return next((c for c in self._children.values() if c.engine is engine), None)
 
     # -- running -------------------------------------------------------------------------
 
@@ -410,7 +432,7 @@ class SubAgentManager:
         self._deliver_completion(child)
 
     def _deliver_completion(self, child: _Child) -> None:
-        parent = self._parent_engine
+        parent = child.owner
         if parent is None:
             return
         record = child.record
@@ -488,8 +510,8 @@ class SubAgentManager:
             ):
                 record.usage[key] += value
             self.child_usage += usage
-            if self._parent_engine is not None:
-                self._parent_engine.add_external_usage(usage)
+            if child.owner is not None:
+                child.owner.add_external_usage(usage)
             self._publish(child, "token_usage", **dict(record.usage))
         self._mark_dirty()
 

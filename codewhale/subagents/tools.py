@@ -21,8 +21,9 @@ class _AgentTool(Tool):
     approval = ApprovalClass.AUTO
     sequential = True
 
-    def __init__(self, manager: SubAgentManager, depth: int = 0) -> None:
+    def __init__(self, manager: SubAgentManager, depth: int = 3) -> None:
         self.manager = manager
+        # The largest max_depth the children opened through this tool may have.
         self.depth = depth
         self.opener: Engine | None = None
 
@@ -65,8 +66,11 @@ class AgentOpen(_AgentTool):
         return str(arguments.get("description") or arguments.get("prompt") or "")[:80]
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        if self.depth < 0:
-            raise ToolError("agent_open is not available at this depth")
+        requested = arguments.get("max_depth", 0)
+        if isinstance(requested, int) and 0 < self.depth < requested <= 3:
+            raise ToolError(f"max_depth must be at most {self.depth} for a sub-agent opened here")
+        if isinstance(requested, int) and self.depth == 0 and requested > 0:
+            raise ToolError("max_depth must be 0 for a sub-agent opened here")
         try:
             return self.reply(self.manager.open(arguments, opener=self.opener))
         except SpawnError as error:
@@ -122,7 +126,7 @@ class AgentClose(_AgentTool):
             raise ToolError(str(error)) from None
 
 
-def agent_tools(manager: SubAgentManager, depth: int = 0) -> list[Tool]:
+def agent_tools(manager: SubAgentManager, depth: int = 3) -> list[Tool]:
     return [AgentOpen(manager, depth), AgentEval(manager, depth), AgentClose(manager, depth)]
 
 

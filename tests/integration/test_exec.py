@@ -408,3 +408,27 @@ def test_sigkill_while_children_run_leaves_valid_records_and_transcripts(llm, ru
         timeout=30,
     )
     assert shown.returncode == 0 and "interrupted" in shown.stdout
+
+
+def test_exec_waits_for_children_and_prints_their_events(llm, run_exec):
+    report = (
+        "SUMMARY: read it\nCHANGES: None.\nEVIDENCE:\n- calc.py:1\nRISKS: none\nBLOCKERS: None."
+    )
+    llm.route(
+        lambda body: any("Task:\nlook at calc" in str(m.get("content")) for m in body["messages"]),
+        Reply(text=report, request_delay=0.3),
+    )
+    llm.enqueue(
+        Reply(
+            tool_calls=[ToolCallSpec("agent_open", {"prompt": "look at calc", "type": "explore"})]
+        ),
+        Reply(text="child is working"),
+        Reply(text="the child reported back"),
+    )
+    result = run_exec("--json", "delegate")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["envelope"]["kind"] for e in lines if e["type"] == "agent_event"]
+    assert kinds[0] == "queued" and "started" in kinds and kinds[-1] == "completed"
+    assert lines[-1]["type"] == "turn_complete"
+    assert lines[-1]["final_text"] == "the child reported back"

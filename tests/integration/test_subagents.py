@@ -525,3 +525,64 @@ async def test_twenty_children_with_failures_and_a_cancel(llm, make_session):
     assert "bad input" in results[3]["error"]
     saved = {r.agent_id: r.status for r in SubagentStore(session.workspace).load()}
     assert [saved[agent_id] for agent_id in ids] == statuses
+
+
+async def test_children_survive_a_cancelled_parent_turn(llm, make_session):
+    session = make_session()
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "outlive"})]),
+        Reply(text="waiting"),
+    )
+    llm.route(for_task("outlive"), Reply(text=REPORT, request_delay=0.4))
+
+    async def cancel_when_waiting():
+        while not any(
+            isinstance(e, events.AssistantMessage) and e.content == "waiting" for e in session.seen
+        ):
+            await asyncio.sleep(0.01)
+        session.engine.cancel()
+
+    result, _ = await asyncio.gather(session.engine.run_turn("go"), cancel_when_waiting())
+    assert result.status == "interrupted"
+    (record,) = session.manager.records()
+    done = await wait_done(session, record["agent_id"])
+    await session.close()
+    assert done["status"] == "completed"
+
+
+async def test_quitting_interrupts_running_children(llm, make_session):
+    session = make_session()
+    llm.route(for_task("endless"), Reply(fault=Fault.stall(seconds=20)))
+    opened = session.manager.open({"prompt": "endless"})
+    while session.manager.records()[0]["status"] != "running":
+        await asyncio.sleep(0.01)
+    await session.close()
+    (record,) = SubagentStore(session.workspace).load()
+    assert record.agent_id == opened["agent_id"]
+    assert (record.status, record.error) == ("interrupted", "parent session closed")
+
+
+async def test_a_child_with_depth_can_open_its_own_leaf_child(llm, make_session):
+    session = make_session()
+    llm.route(
+        for_task("manager job"),
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "leaf job", "max_depth": 1})]),
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "leaf job"})]),
+        Reply(text="waiting for my child"),
+        Reply(text=REPORT),
+    )
+    llm.route(for_task("leaf job"), Reply(text=REPORT))
+    opened = session.manager.open({"prompt": "manager job", "max_depth": 1})
+    done = await wait_done(session, opened["agent_id"])
+    await session.close()
+    assert done["status"] == "completed"
+    first_try = [r for r in llm.requests if for_task("manager job")(r.json)][1]
+    assert "max_depth must be 0 for a sub-agent opened here" in json.dumps(
+        first_try.json["messages"][-1]
+    )
+    records = session.manager.records()
+    assert len(records) == 2 and all(r["status"] == "completed" for r in records)
+    spawned = envelopes(session, "child_spawned")
+    assert spawned[0]["agent_id"] == opened["agent_id"]
+    manager_last = [r for r in llm.requests if for_task("manager job")(r.json)][-1]
+    assert "subagent_completion" in json.dumps(manager_last.json["messages"][-1])
