@@ -1,13 +1,16 @@
-"""Run every benchmark in turn and print its report."""
+"""Run every benchmark, each in its own process so peak-memory figures stay separate."""
 
 from __future__ import annotations
 
-from bench import engine_overhead, fanout, startup, state_io
+import subprocess
+import sys
+
+BENCHMARKS = ("startup", "engine_overhead", "fanout", "state_io")
 
 
 def main() -> None:
-    for benchmark in (startup, engine_overhead, fanout, state_io):
-        benchmark.main()
+    for name in BENCHMARKS:
+        subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ deliver them (yielding between events, as real streams do). Measured twice in
 one run: with the state file being written (coalesced, written off-loop) and with
 persistence off. The difference is what keeping records on disk costs the event
 loop; the final write, which lands in a worker thread after the burst, is outside it.
-Writes are coalesced over 100 ms, so the short burst mostly measures bookkeeping and
+Writes are coalesced over 200 ms, so the short burst mostly measures bookkeeping and
 the long one (several writes) the cost of the writes themselves.
 """
 

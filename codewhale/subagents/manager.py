@@ -44,7 +44,7 @@ CONTINUE_NOTE = (
     "Your previous model request timed out. Continue the assignment from where you stopped."
 )
 PROGRESS_INTERVAL_SECS = 0.25
-FLUSH_DELAY_SECS = 0.1
+FLUSH_DELAY_SECS = 0.2
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ class SubagentStore:
         self.state_file = paths.subagents_state_file
         self.lock_file = self.state_file.with_suffix(".lock")
         self.transcripts_dir = paths.transcripts_dir
-        self.checkpoints_dir = paths.state_dir / "subagent-checkpoints"
+        # agent_id -> event seq -> encoded JSON; used only by the single writer.
+        self._encoded_events: dict[str, dict[int, str]] = {}
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -85,10 +86,31 @@ class SubagentStore:
 
     def write(self, snapshot: list[dict[str, Any]]) -> None:
         """Encode and atomically replace the file under the lock (blocking: off the loop)."""
-        document = {"schema_version": SCHEMA_VERSION, "agents": snapshot}
-        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        agents = ",".join(self._encode_record(data) for data in snapshot)
+        text = f'{{"schema_version":{SCHEMA_VERSION},"agents":[{agents}]}}'
         with self._locked():
             atomic_write_text(self.state_file, text, mode=0o644)
+
+    def _encode_record(self, data: dict[str, Any]) -> str:
+        """One record as JSON, reusing the encoding of events already written.
+
+        Events never change once recorded and make up most of the file, so each is
+        encoded once; a rewrite then costs roughly the events added since the last one.
+        """
+        data = dict(data)
+        events = data.pop("events")
+        cache = self._encoded_events.setdefault(data["agent_id"], {})
+        encoded = []
+        for event in events:
+            text = cache.get(event["seq"])
+            if text is None:
+                text = cache[event["seq"]] = _dumps(event)
+            encoded.append(text)
+        if len(cache) > 2 * len(events):  # forget events that fell out of the record
+            keep = {event["seq"] for event in events}
+            for seq in [seq for seq in cache if seq not in keep]:
+                del cache[seq]
+        return f'{_dumps(data)[:-1]},"events":[{",".join(encoded)}]}}'
 
     def save(self, records: list[WorkerRecord]) -> None:
         self.write(self.snapshot(records))
@@ -102,6 +124,10 @@ class SubagentStore:
         with path.open("a", encoding="utf-8") as handle:
             for message in messages:
                 handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def trim(records: list[WorkerRecord]) -> list[WorkerRecord]:
