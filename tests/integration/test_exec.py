@@ -29,16 +29,14 @@ def workspace(tmp_path) -> Path:
 @pytest.fixture
 def run_exec(llm, workspace, tmp_path):
     home = tmp_path / "home"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
+    }
+    env.update(CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url, DEEPSEEK_API_KEY=TEST_KEY)
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-        }
-        env.update(
-            CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url, DEEPSEEK_API_KEY=TEST_KEY
-        )
         return subprocess.run(
             [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), *args],
             capture_output=True,
@@ -49,6 +47,7 @@ def run_exec(llm, workspace, tmp_path):
         )
 
     run.home = home
+    run.env = env
     return run
 
 
@@ -215,16 +214,7 @@ def test_sigint_interrupts_the_turn_and_exits_130(llm, run_exec, workspace, tmp_
     import time
 
     llm.enqueue(Reply(text=[f"w{i} " for i in range(400)], chunk_delay=0.05))
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env.update(
-        CODEWHALE_HOME=str(run_exec.home),
-        CODEWHALE_BASE_URL=llm.base_url,
-        DEEPSEEK_API_KEY=TEST_KEY,
-    )
+    env = run_exec.env
     process = subprocess.Popen(
         [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "--json", "talk"],
         stdout=subprocess.PIPE,
@@ -269,16 +259,7 @@ def test_approve_ask_prompts_on_a_terminal(llm, run_exec, workspace):
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]),
         Reply(text="made it"),
     )
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env.update(
-        CODEWHALE_HOME=str(run_exec.home),
-        CODEWHALE_BASE_URL=llm.base_url,
-        DEEPSEEK_API_KEY=TEST_KEY,
-    )
+    env = run_exec.env
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
         [
@@ -332,16 +313,7 @@ def test_sigkill_while_children_run_leaves_valid_records_and_transcripts(llm, ru
         ),
         Reply(text="waiting for children"),
     )
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env.update(
-        CODEWHALE_HOME=str(run_exec.home),
-        CODEWHALE_BASE_URL=llm.base_url,
-        DEEPSEEK_API_KEY=TEST_KEY,
-    )
+    env = run_exec.env
     process = subprocess.Popen(
         [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "delegate"],
         stdout=subprocess.DEVNULL,
