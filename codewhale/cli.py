@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"codewhale {__version__}")
     _add_override_flags(parser)
+    _add_resume_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     config = commands.add_parser("config", help="show, locate or create the config file")

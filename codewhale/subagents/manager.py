@@ -159,6 +159,10 @@ class SubAgentManager:
     def snapshot(self) -> tuple[AgentSnapshot, ...]:
         return tuple(_snapshot(c.record) for c in self._children.values())
 
+    def snapshot_of(self, agent_id: str) -> AgentSnapshot | None:
+        child = self._children.get(agent_id)
+        return _snapshot(child.record) if child is not None else None
+
     def records(self, include_archived: bool = False) -> list[dict[str, Any]]:
         current = [c.record.to_json() for c in self._children.values()]
         if not include_archived:

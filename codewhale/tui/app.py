@@ -1,34 +1,291 @@
-"""The Textual application shell."""
+"""The Textual application: one handler applies engine events to the widgets."""
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Footer, Static
 
 from codewhale import __version__
 from codewhale.config import LoadedConfig
-from codewhale.tui.welcome import Welcome
+from codewhale.engine import events
+from codewhale.engine.session import Session, SessionSetupError, open_session
+from codewhale.providers.types import Usage
+from codewhale.tui.approval import ApprovalScreen
+from codewhale.tui.command_handlers import build_registry
+from codewhale.tui.commands import split_command
+from codewhale.tui.composer import Composer
+from codewhale.tui.sidebar import AgentRow, WorkSidebar
+from codewhale.tui.status import StatusLine
+from codewhale.tui.transcript import Transcript
+
+NARROW_COLUMNS = 100
+
+
+@dataclass
+class EngineEvent(Message):
+    """An engine event, delivered to the UI through the message queue."""
+
+    event: events.Event
 
 
 class CodeWhaleApp(App[None]):
-    """Full-screen CodeWhale: currently the welcome screen with provider status."""
-
     CSS_PATH = "app.tcss"
     TITLE = "CodeWhale"
     SUB_TITLE = __version__
-    AUTO_FOCUS = "Welcome"
-    BINDINGS: ClassVar = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    AUTO_FOCUS = "#composer"
+    BINDINGS: ClassVar = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("ctrl+b", "toggle_sidebar", "Work"),
+    ]
 
-    def __init__(self, loaded: LoadedConfig) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        workspace: Path,
+        *,
+        resume: str | None = None,
+        continue_latest: bool = False,
+    ) -> None:
         super().__init__()
         self.loaded = loaded
+        self.workspace = workspace
+        self.resume = resume
+        self.continue_latest = continue_latest
+        self.session: Session | None = None
+        self.registry = build_registry()
+        self.turn_running = False
+        self.usage = Usage()
+        self._approvals: deque[events.ApprovalRequested] = deque()
+        self._approval_open = False
         if loaded.config.tui.theme in self.available_themes:
             self.theme = loaded.config.tui.theme
 
+    # -- layout --------------------------------------------------------------------------
+
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False)
-        yield Welcome(self.loaded)
+        yield StatusLine()
+        with Horizontal(id="body"):
+            yield Transcript()
+            yield WorkSidebar()
+        yield Static("", id="hint", markup=False)
+        yield Composer()
         yield Footer()
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def sidebar(self) -> WorkSidebar:
+        return self.query_one(WorkSidebar)
+
+    @property
+    def composer(self) -> Composer:
+        return self.query_one(Composer)
+
+    @property
+    def engine(self):
+        assert self.session is not None
+        return self.session.engine
+
+    async def on_mount(self) -> None:
+        self.sidebar.display = self.loaded.config.tui.sidebar
+        await self.open_session()
+
+    async def open_session(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        try:
+            self.session = open_session(
+                workspace=self.workspace,
+                emit=lambda event: self.post_message(EngineEvent(event)),
+                resume=self.resume,
+                continue_latest=self.continue_latest,
+            )
+        except SessionSetupError as error:
+            await self.transcript.notice(str(error), "error")
+            return
+        for warning in self.session.warnings:
+            await self.transcript.notice(warning, "warning")
+        settings = self.session.loaded.provider_settings()
+        if not settings.api_key and settings.provider not in (
+            "ollama",
+            "vllm",
+            "sglang",
+            "llamacpp",
+            "custom",
+        ):
+            from codewhale.tui.onboarding import OnboardingScreen
+
+            self.push_screen(OnboardingScreen(self.loaded), self._after_onboarding)
+        self.refresh_status()
+
+    def _after_onboarding(self, saved: bool | None) -> None:
+        if saved:
+            self.run_worker(self.open_session(), group="session")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW_COLUMNS, "narrow")
+
+    def refresh_status(self) -> None:
+        if self.session is None:
+            return
+        lines = self.query(StatusLine)
+        if not lines:  # the app is shutting down
+            return
+        settings = self.session.loaded.provider_settings()
+        lines.first().show(
+            workspace=self.workspace,
+            mode=self.engine.context.mode,
+            model=self.engine.model or settings.model,
+            usage=self.engine.usage,
+            running=self.turn_running,
+        )
+
+    # -- composer --------------------------------------------------------------------------
+
+    async def on_composer_submitted(self, message: Composer.Submitted) -> None:
+        text = message.text
+        if text.strip().startswith("/"):
+            await self.run_command(text)
+        elif self.session is None:
+            await self.transcript.notice("No session: fix the error above and restart.", "error")
+        elif self.turn_running:
+            self.engine.steer(text)
+            await self.transcript.user(text, steer=True)
+        else:
+            await self.start_turn(text)
+
+    async def start_turn(self, prompt: str, shown: str | None = None) -> None:
+        await self.transcript.user(shown or prompt)
+        self.turn_running = True
+        self.refresh_status()
+        self.run_worker(self._turn(prompt), group="turn", exclusive=False)
+
+    async def _turn(self, prompt: str) -> None:
+        try:
+            await self.engine.run_turn(prompt)
+        finally:
+            self.turn_running = False
+            self.refresh_status()
+
+    async def on_composer_tab_pressed(self, message: Composer.TabPressed) -> None:
+        text = message.text
+        if not text.strip():
+            if self.session is not None:
+                self.engine.context.mode = self.engine.context.mode.next()
+                self.refresh_status()
+        elif self.turn_running:
+            self.engine.queue(text)
+            self.composer.clear()
+            await self.transcript.notice(f"queued for after this turn: {text.strip()}", "steer")
+        elif text.startswith("/") and " " not in text.strip():
+            matches = self.registry.completions(text.strip()[1:])
+            if len(matches) == 1:
+                self.composer.text = f"/{matches[0]} "
+                self.composer.move_cursor(self.composer.document.end)
+            self.query_one("#hint", Static).update("  ".join("/" + m for m in matches))
+        else:
+            self._complete_path(text)
+
+    def _complete_path(self, text: str) -> None:
+        word = text.rsplit(" ", 1)[-1]
+        if not word.startswith("@"):
+            return
+        from codewhale.tools.search import fuzzy_score
+        from codewhale.tools.walk import iter_files
+
+        root = self.workspace
+        scored = sorted(
+            (-score, path.relative_to(root).as_posix())
+            for path in iter_files(root)
+            if (score := fuzzy_score(word[1:], path.relative_to(root).as_posix())) is not None
+        )[:8]
+        if scored:
+            best = scored[0][1]
+            self.composer.text = text[: len(text) - len(word)] + "@" + best + " "
+            self.composer.move_cursor(self.composer.document.end)
+        self.query_one("#hint", Static).update("  ".join(name for _, name in scored))
+
+    async def on_composer_escape_pressed(self, message: Composer.EscapePressed) -> None:
+        if self.turn_running and self.session is not None:
+            self.engine.cancel()
+        else:
+            self.composer.clear()
+
+    async def run_command(self, text: str) -> None:
+        name, arguments = split_command(text)
+        command = self.registry.find(name)
+        if command is None:
+            await self.transcript.notice(self.registry.unknown_message(name), "error")
+            return
+        await command.handler(self, arguments)
+
+    # -- engine events -----------------------------------------------------------------------
+
+    async def on_engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        if isinstance(event, events.ApprovalRequested):
+            self._approvals.append(event)
+            self._next_approval()
+            return
+        if isinstance(event, events.AgentEvent):
+            await self._agent_event(event.envelope)
+            return
+        await self.transcript.apply(event)
+        if isinstance(event, events.ToolCallFinished) and event.name in (
+            "checklist_write",
+            "update_plan",
+        ):
+            self.sidebar.show_work(self.engine.context.work.snapshot())
+        if isinstance(event, events.UsageEvent | events.TurnComplete):
+            self.refresh_status()
+
+    async def _agent_event(self, envelope: dict) -> None:
+        if self.session is None:
+            return
+        snapshot = self.session.manager.snapshot_of(envelope["agent_id"])
+        if snapshot is not None:
+            await self.sidebar.show_agent(snapshot)
+        if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
+            name = snapshot.nickname if snapshot else envelope["agent_id"]
+            self.notify(f"{name} {envelope['kind']}", title="sub-agent")
+        self.refresh_status()
+
+    def _next_approval(self) -> None:
+        if self._approval_open or not self._approvals:
+            return
+        request = self._approvals.popleft()
+        self._approval_open = True
+
+        def answered(decision: str | None) -> None:
+            request.resolve(decision or "deny")
+            self._approval_open = False
+            self._next_approval()
+
+        self.push_screen(ApprovalScreen(request), answered)
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def action_toggle_sidebar(self) -> None:
+        self.sidebar.display = not self.sidebar.display
+
+    def on_agent_row_selected(self, message: AgentRow.Selected) -> None:
+        from codewhale.tui.agent_screen import AgentScreen
+
+        self.push_screen(AgentScreen(message.agent_id))
+
+    async def action_quit(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        self.exit()

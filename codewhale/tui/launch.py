@@ -20,5 +20,10 @@ def launch_tui(args: argparse.Namespace) -> int:
         return 2
     from codewhale.tui.app import CodeWhaleApp
 
-    CodeWhaleApp(loaded).run()
+    CodeWhaleApp(
+        loaded,
+        workspace,
+        resume=getattr(args, "resume", None),
+        continue_latest=getattr(args, "continue_latest", False),
+    ).run()
     return 0

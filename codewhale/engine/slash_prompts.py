@@ -1,0 +1,51 @@
+"""Prompts that slash commands hand to the model (no UI here, so any front end can use them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SlashUsageError(ValueError):
+    """Arguments a slash command cannot use; the message says how to call it."""
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    depth: int
+    task: str
+
+
+def parse_agent_arguments(arguments: str) -> AgentRequest:
+    """`/agent [N] <task>`: N is the max_depth (0..3, default 1)."""
+    text = arguments.strip()
+    head, _, rest = text.partition(" ")
+    depth = 1
+    if head.lstrip("-").isdigit():
+        depth = int(head)
+        text = rest.strip()
+        if not 0 <= depth <= 3:
+            raise SlashUsageError("Depth must be between 0 and 3")
+    if not text:
+        raise SlashUsageError("usage: /agent [N] <task>   (N = depth 0..3, default 1)")
+    return AgentRequest(depth, text)
+
+
+def agent_prompt(request: AgentRequest) -> str:
+    return (
+        "Delegate this task to a persistent sub-agent: call agent_open with "
+        f"max_depth: {request.depth}, a short description, and the task below as its "
+        "prompt. Keep working on anything you can do meanwhile; when its completion "
+        "arrives, check the side effects it claims (files, test results) before you "
+        f"report them.\n\nTask:\n{request.task}"
+    )
+
+
+def relay_prompt(focus: str, snapshot: str) -> str:
+    focus_line = f"Focus of the hand-off: {focus}\n\n" if focus.strip() else ""
+    return (
+        "Write or update `.codewhale/handoff.md` so another session can pick up this work "
+        "without asking questions. Title it `# Session relay` and use the sections Goal, "
+        "Current work, Files and state, Decisions, Verification, Next action. Keep it under "
+        "about 900 words, concrete (paths, commands, results), and true to what happened.\n\n"
+        f"{focus_line}Session snapshot:\n{snapshot}"
+    )

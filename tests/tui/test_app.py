@@ -1,0 +1,262 @@
+"""The full-screen app driven through Textual's Pilot against the loopback LLM."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from codewhale.config import load_config
+from codewhale.permissions import Mode
+from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.approval import ApprovalScreen
+from codewhale.tui.onboarding import OnboardingScreen
+from codewhale.tui.sidebar import AgentRow
+from codewhale.tui.transcript import AssistantMessage, Notice, ToolCell, UserMessage
+from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.settings import TEST_KEY
+
+REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
+SNAPSHOT_WORKSPACE = Path(tempfile.gettempdir()) / "codewhale-snapshot-workspace"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "notes.txt").write_text("hello\n")
+    return root
+
+
+@pytest.fixture
+def make_app(llm, monkeypatch):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+
+    def make(workspace: Path) -> CodeWhaleApp:
+        return CodeWhaleApp(load_config(workspace=workspace), workspace)
+
+    return make
+
+
+async def type_and_send(pilot, text: str) -> None:
+    await pilot.click("#composer")
+    for char in text:
+        await pilot.press(char if char != " " else "space")
+    await pilot.press("enter")
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        await pilot.pause(0.02)
+
+
+async def test_a_turn_streams_markdown_and_shows_tool_cells(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})]),
+        Reply(text=["**Done**", " reading ", "notes."]),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "read notes")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert app.query_one(UserMessage).render().plain == "› read notes"
+        cell = app.query_one(ToolCell)
+        assert cell.title.startswith("✓ read_file notes.txt")
+        assert app.query_one(AssistantMessage).answer == "**Done** reading notes."
+        assert app.engine.usage.input_tokens > 0
+        await app.action_quit()
+
+
+async def test_enter_while_running_steers_and_esc_cancels(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "sleep 2"})]),
+        Reply(text=[f"w{i} " for i in range(200)], chunk_delay=0.02),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.engine.context.mode = Mode.YOLO
+        await type_and_send(pilot, "work")
+        await wait_for(pilot, lambda: bool(app.query(ToolCell)))
+        await type_and_send(pilot, "also this")
+        await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
+        assert llm.requests[1].json["messages"][-1] == {"role": "user", "content": "also this"}
+        assert any("steer accepted" in str(n.render()) for n in app.query(Notice))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.turn_running)
+        assert any("turn cancelled" in str(n.render()) for n in app.query(Notice))
+        await app.action_quit()
+
+
+async def test_tab_cycles_modes_on_an_empty_composer(make_app, workspace):
+    app = make_app(workspace)
+    async with app.run_test() as pilot:
+        assert app.engine.context.mode is Mode.AGENT
+        await pilot.press("tab")
+        assert app.engine.context.mode is Mode.YOLO
+        await pilot.press("tab")
+        assert app.engine.context.mode is Mode.PLAN
+        await app.action_quit()
+
+
+async def test_slash_commands(make_app, workspace):
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "/mode plan")
+        assert app.engine.context.mode is Mode.PLAN
+        await type_and_send(pilot, "/agnet")
+        await type_and_send(pilot, "/agent 7 do it")
+        await type_and_send(pilot, "/help")
+        notices = [str(n.render()) for n in app.query(Notice)]
+        assert any("Unknown command /agnet. Did you mean /agent" in n for n in notices)
+        assert any("Depth must be between 0 and 3" in n for n in notices)
+        assert any("/relay [focus]" in n and "/batonpass" in n for n in notices)
+        await app.action_quit()
+
+
+async def test_agent_command_opens_a_child_shown_in_the_sidebar(llm, make_app, workspace):
+    llm.route(
+        lambda body: any("Assignment metadata" in str(m.get("content")) for m in body["messages"]),
+        Reply(text=REPORT, request_delay=0.3),
+    )
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("agent_open", {"prompt": "survey", "max_depth": 1, "type": "explore"})
+            ]
+        ),
+        Reply(text="waiting"),
+        Reply(text="child done"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "/agent 1 survey the repo")
+        prompt = llm.requests[0].json["messages"][-1]["content"]
+        assert "max_depth: 1" in prompt and "survey the repo" in prompt
+        await wait_for(pilot, lambda: bool(app.query(AgentRow)))
+        await wait_for(pilot, lambda: not app.turn_running)
+        row = app.query_one(AgentRow)
+        assert "✓" in str(row.render()) and "explore" in str(row.render())
+        await pilot.click(f"#{row.id}")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "AgentScreen"
+        await pilot.press("escape")
+        await app.action_quit()
+
+
+async def test_approval_modal_names_the_requester_and_resolves(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch approved.txt"})]),
+        Reply(text="made"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "make a file")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert "parent asks to run exec_shell" in str(app.screen.query_one(".title").render())
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.turn_running)
+        assert (workspace / "approved.txt").exists()
+        await app.action_quit()
+
+
+async def test_onboarding_saves_the_key_privately(llm, monkeypatch, workspace, isolated_home):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    app = CodeWhaleApp(load_config(workspace=workspace), workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, OnboardingScreen))
+        await pilot.click("#key")
+        for char in "sk-typed-key-123456":
+            await pilot.press(char)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, OnboardingScreen))
+        path = isolated_home / "config" / "config.toml"
+        assert 'api_key = "sk-typed-key-123456"' in path.read_text()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        await wait_for(
+            pilot,
+            lambda: (
+                app.session is not None
+                and app.session.loaded.config.api_key == "sk-typed-key-123456"
+            ),
+        )
+        await app.action_quit()
+
+
+def test_main_screen_snapshot(snap_compare, llm, monkeypatch):
+    SNAPSHOT_WORKSPACE.mkdir(exist_ok=True)
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    llm.enqueue(
+        Reply(
+            text="# Hello\n\nI can **read**, edit and run code.",
+            usage={
+                "prompt_tokens": 1200,
+                "completion_tokens": 20,
+                "prompt_cache_hit_tokens": 1024,
+                "prompt_cache_miss_tokens": 176,
+            },
+        )
+    )
+    app = CodeWhaleApp(load_config(workspace=SNAPSHOT_WORKSPACE), SNAPSHOT_WORKSPACE)
+
+    async def run_before(pilot) -> None:
+        await type_and_send(pilot, "hello")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:
+                break
+    return seen
+
+
+@pytest.mark.slow
+def test_the_real_app_starts_in_a_terminal_and_quits_on_ctrl_q(tmp_path, llm):
+    controller, terminal = pty.openpty()
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "CODEWHALE_BASE_URL": llm.base_url,
+        "DEEPSEEK_API_KEY": TEST_KEY,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", "-C", str(tmp_path)],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+        close_fds=True,
+    )
+    os.close(terminal)
+    try:
+        screen = _read_until(controller, b"Ask", timeout=20)
+        assert b"Ask" in screen, screen[-500:]
+        os.write(controller, b"\x11")
+        assert process.wait(timeout=10) == 0
+        rest = _read_until(controller, b"Traceback", timeout=0.5)
+        assert b"Traceback" not in screen + rest
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
