@@ -20,7 +20,7 @@ from codewhale.engine.session import Session, SessionSetupError, open_session
 from codewhale.providers.types import Usage
 from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.command_handlers import build_registry
-from codewhale.tui.commands import split_command
+from codewhale.tui.commands import SlashCommandProvider, split_command
 from codewhale.tui.composer import Composer
 from codewhale.tui.sidebar import AgentRow, WorkSidebar
 from codewhale.tui.status import StatusLine
@@ -41,6 +41,7 @@ class CodeWhaleApp(App[None]):
     TITLE = "CodeWhale"
     SUB_TITLE = __version__
     AUTO_FOCUS = "#composer"
+    COMMANDS: ClassVar = App.COMMANDS | {SlashCommandProvider}
     BINDINGS: ClassVar = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
         Binding("ctrl+b", "toggle_sidebar", "Work"),
@@ -98,6 +99,7 @@ class CodeWhaleApp(App[None]):
 
     async def on_mount(self) -> None:
         self.sidebar.display = self.loaded.config.tui.sidebar
+        self.sidebar.show_work({})
         await self.open_session()
 
     async def open_session(self) -> None:
@@ -256,6 +258,9 @@ class CodeWhaleApp(App[None]):
         snapshot = self.session.manager.snapshot_of(envelope["agent_id"])
         if snapshot is not None:
             await self.sidebar.show_agent(snapshot)
+            detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
+            title = f"{snapshot.nickname} · {snapshot.type} · {snapshot.description}"
+            await self.transcript.agent_envelope(envelope, title, detail)
         if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")
@@ -275,6 +280,11 @@ class CodeWhaleApp(App[None]):
         self.push_screen(ApprovalScreen(request), answered)
 
     # -- actions ---------------------------------------------------------------------------------
+
+    def fill_composer(self, text: str) -> None:
+        self.composer.text = text
+        self.composer.move_cursor(self.composer.document.end)
+        self.composer.focus()
 
     def action_toggle_sidebar(self) -> None:
         self.sidebar.display = not self.sidebar.display

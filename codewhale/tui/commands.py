@@ -5,7 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
+
+from textual.command import Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from codewhale.tui.app import CodeWhaleApp
@@ -52,3 +55,20 @@ def split_command(text: str) -> tuple[str, str]:
     body = text.strip()[1:]
     name, _, arguments = body.partition(" ")
     return name.strip(), arguments
+
+
+class SlashCommandProvider(Provider):
+    """Slash commands in Textual's command palette (Ctrl+P): picking one fills the composer."""
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query.lstrip("/"))
+        app = self.app
+        for command in app.registry.commands():
+            score = matcher.match(command.name)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(f"/{command.name}"),
+                    partial(app.fill_composer, f"/{command.name} "),
+                    help=command.help,
+                )

@@ -72,6 +72,32 @@ class ToolCell(Collapsible):
         self.set_class(not event.ok, "failed")
 
 
+class AgentCell(Static):
+    """A sub-agent in the conversation: its latest output while it runs, a footer when done."""
+
+    def __init__(self, agent_id: str, title: str) -> None:
+        super().__init__("", classes="agent-cell", markup=False)
+        self.agent_id = agent_id
+        self.heading = clean_text(title)
+        self.tail = ""
+        self.footer = "queued"
+        self._redraw()
+
+    def progress(self, text: str) -> None:
+        self.tail = (self.tail + clean_text(text))[-400:]
+        self.footer = "running"
+        self._redraw()
+
+    def settle(self, status: str, detail: str) -> None:
+        self.footer = f"{status}: {clean_text(detail)[:200]}" if detail else status
+        self._redraw()
+
+    def _redraw(self) -> None:
+        lines = [line for line in self.tail.splitlines() if line.strip()][-3:]
+        body = "\n".join(f"  │ {line[:120]}" for line in lines)
+        self.update(f"⧉ {self.heading}\n{body + chr(10) if body else ''}  └ {self.footer}")
+
+
 class Notice(Static):
     def __init__(self, text: str, kind: str = "info") -> None:
         super().__init__(clean_text(text), markup=False, classes=f"notice {kind}")
@@ -85,6 +111,7 @@ class Transcript(VerticalScroll):
         self._answer: AssistantMessage | None = None
         self._reasoning: Reasoning | None = None
         self._tools: dict[str, ToolCell] = {}
+        self._agents: dict[str, AgentCell] = {}
 
     async def add(self, widget) -> None:
         await self.mount(widget)
@@ -98,6 +125,22 @@ class Transcript(VerticalScroll):
 
     async def notice(self, text: str, kind: str = "info") -> None:
         await self.add(Notice(text, kind))
+
+    async def agent_envelope(self, envelope: dict, title: str, detail: str) -> None:
+        """Show a child's lifecycle inline: created on open, fed progress, settled at the end."""
+        agent_id = envelope["agent_id"]
+        cell = self._agents.get(agent_id)
+        if cell is None:
+            cell = self._agents[agent_id] = AgentCell(agent_id, title)
+            await self.add(cell)
+        kind = envelope["kind"]
+        if kind == "progress" and envelope.get("text_tail"):
+            cell.progress(envelope["text_tail"])
+        elif kind in ("started", "tool_call_started"):
+            cell.footer = f"running · {envelope.get('tool', 'thinking')}"
+            cell.progress("")
+        elif kind in ("completed", "failed", "cancelled", "interrupted"):
+            cell.settle(kind, detail)
 
     async def apply(self, event: events.Event) -> None:
         if isinstance(event, events.ReasoningDelta):

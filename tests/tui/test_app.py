@@ -260,3 +260,50 @@ def test_the_real_app_starts_in_a_terminal_and_quits_on_ctrl_q(tmp_path, llm):
         if process.poll() is None:
             process.kill()
         os.close(controller)
+
+
+async def test_narrow_terminals_fold_the_sidebar_and_ctrl_b_toggles_it(make_app, workspace):
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.has_class("narrow")
+        assert app.sidebar.display is False
+        await pilot.press("ctrl+b")
+        assert app.sidebar.display is True
+        await app.action_quit()
+
+
+async def test_sub_agent_cell_streams_then_settles(llm, make_app, workspace):
+    llm.route(
+        lambda body: any("Assignment metadata" in str(m.get("content")) for m in body["messages"]),
+        Reply(text=[f"line {i}\n" for i in range(30)] + [REPORT], chunk_delay=0.02),
+    )
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "stream", "description": "s"})]),
+        Reply(text="waiting"),
+        Reply(text="done"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "go")
+        from codewhale.tui.transcript import AgentCell
+
+        await wait_for(pilot, lambda: bool(app.query(AgentCell)))
+        await wait_for(pilot, lambda: not app.turn_running)
+        cell = app.query_one(AgentCell)
+        rendered = str(cell.render())
+        assert "└ completed" in rendered and "│ line" in rendered
+        await app.action_quit()
+
+
+async def test_slash_commands_are_in_the_command_palette(make_app, workspace):
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("ctrl+p")
+        for char in "relay":
+            await pilot.press(char)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert app.composer.text == "/relay "
+        await app.action_quit()
