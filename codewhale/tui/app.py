@@ -64,6 +64,8 @@ class CodeWhaleApp(App[None]):
         self.registry = build_registry()
         self.turn_running = False
         self.usage = Usage()
+        self.sidebar_wanted = loaded.config.tui.sidebar
+        self.sidebar_forced = False  # shown on a narrow terminal because the user asked
         self._approvals: deque[events.ApprovalRequested] = deque()
         self._approval_open = False
         if loaded.config.tui.theme in self.available_themes:
@@ -98,7 +100,7 @@ class CodeWhaleApp(App[None]):
         return self.session.engine
 
     async def on_mount(self) -> None:
-        self.sidebar.display = self.loaded.config.tui.sidebar
+        self._apply_sidebar()
         self.sidebar.show_work({})
         await self.open_session()
 
@@ -137,6 +139,12 @@ class CodeWhaleApp(App[None]):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW_COLUMNS, "narrow")
+        self._apply_sidebar()
+
+    def _apply_sidebar(self) -> None:
+        """The Work sidebar folds away on narrow terminals unless the user asked for it."""
+        narrow = self.size.width < NARROW_COLUMNS
+        self.sidebar.display = self.sidebar_wanted and (not narrow or self.sidebar_forced)
 
     def refresh_status(self) -> None:
         if self.session is None:
@@ -287,7 +295,10 @@ class CodeWhaleApp(App[None]):
         self.composer.focus()
 
     def action_toggle_sidebar(self) -> None:
-        self.sidebar.display = not self.sidebar.display
+        showing = self.sidebar.display
+        self.sidebar_wanted = not showing
+        self.sidebar_forced = not showing
+        self._apply_sidebar()
 
     def on_agent_row_selected(self, message: AgentRow.Selected) -> None:
         from codewhale.tui.agent_screen import AgentScreen
