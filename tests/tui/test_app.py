@@ -20,6 +20,7 @@ from codewhale.tui.app import CodeWhaleApp
 from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.onboarding import OnboardingScreen
 from codewhale.tui.sidebar import AgentRow
+from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AssistantMessage, Notice, ToolCell, UserMessage
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
@@ -211,9 +212,21 @@ def test_main_screen_snapshot(snap_compare, llm, monkeypatch):
     )
     app = CodeWhaleApp(load_config(workspace=SNAPSHOT_WORKSPACE), SNAPSHOT_WORKSPACE)
 
+    def settled() -> bool:
+        answers = app.query(AssistantMessage)
+        status = str(app.query_one(StatusLine).render())
+        return (
+            not app.turn_running
+            and bool(answers)
+            and "run code." in answers.first().source
+            and "cache 85%" in status
+            and "working" not in status
+        )
+
     async def run_before(pilot) -> None:
         await type_and_send(pilot, "hello")
-        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await wait_for(pilot, settled, timeout=20)
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
