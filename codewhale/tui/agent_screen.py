@@ -37,8 +37,7 @@ class AgentScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.refresh_view()
-        self.set_interval(0.5, self.refresh_view)
+        self.refresh_view()  # later refreshes come from the app on this agent's mailbox events
 
     @property
     def manager(self):

@@ -120,6 +120,7 @@ class CodeWhaleApp(App[None]):
             return
         for warning in self.session.warnings:
             await self.transcript.notice(warning, "warning")
+        await self.replay_history(self.session.engine.messages)
         settings = self.session.loaded.provider_settings()
         if not settings.api_key and settings.provider not in (
             "ollama",
@@ -132,6 +133,23 @@ class CodeWhaleApp(App[None]):
 
             self.push_screen(OnboardingScreen(self.loaded), self._after_onboarding)
         self.refresh_status()
+
+    async def replay_history(self, messages: list[dict]) -> None:
+        """Show a resumed conversation: the user's prompts and the model's answers."""
+        for message in messages[1:]:
+            content = message.get("content")
+            if not isinstance(content, str) or not content.strip():
+                continue
+            if message.get("role") == "user" and not content.startswith("<codewhale:"):
+                await self.transcript.user(content)
+            elif message.get("role") == "assistant":
+                await self.transcript.notice(content, "history")
+
+    async def resume_session(self, session_id: str) -> None:
+        await self.transcript.remove_children()
+        self.resume, self.continue_latest = session_id, False
+        await self.open_session()
+        await self.transcript.notice(f"Resumed {session_id}.")
 
     def _after_onboarding(self, saved: bool | None) -> None:
         if saved:
@@ -269,6 +287,9 @@ class CodeWhaleApp(App[None]):
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
             title = f"{snapshot.nickname} · {snapshot.type} · {snapshot.description}"
             await self.transcript.agent_envelope(envelope, title, detail)
+        screen = self.screen
+        if getattr(screen, "agent_id", None) == envelope["agent_id"]:
+            screen.refresh_view()
         if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")

@@ -123,13 +123,35 @@ async def _relay(app: CodeWhaleApp, focus: str) -> None:
 
 
 async def _sessions(app: CodeWhaleApp, arguments: str) -> None:
-    sessions = SessionStore(user_dirs().data_dir).list(app.workspace)
-    lines = [f"{s.id}  {s.model}  {s.title[:60]}" for s in sessions[:20]]
-    await app.transcript.notice(
-        "\n".join(lines) + "\nResume one with: codewhale --resume ID"
-        if lines
-        else "No saved sessions for this workspace."
-    )
+    sessions = [
+        s
+        for s in SessionStore(user_dirs().data_dir).list(app.workspace)
+        if app.session is None or s.id != app.session.info.id
+    ]
+    if not sessions:
+        await app.transcript.notice("No other saved sessions for this workspace.")
+        return
+    from codewhale.tui.sessions_picker import SessionPicker
+
+    def picked(session_id: str | None) -> None:
+        if session_id:
+            app.run_worker(app.resume_session(session_id), group="session")
+
+    app.push_screen(SessionPicker(sessions[:50]), picked)
+
+
+async def _memory(app: CodeWhaleApp, arguments: str) -> None:
+    context = app.engine.context
+    path = context.memory_file
+    if not context.memory_enabled:
+        await app.transcript.notice(
+            f"Memory is off. Enable it with [memory] enabled = true in {app.loaded.user_file} "
+            "or CODEWHALE_MEMORY=on, then restart."
+        )
+        return
+    text = path.read_text(encoding="utf-8") if path and path.exists() else ""
+    tail = "\n".join(text.splitlines()[-15:]) or "(empty)"
+    await app.transcript.notice(f"Memory file {path}:\n{tail}")
 
 
 async def _clear(app: CodeWhaleApp, arguments: str) -> None:
@@ -184,7 +206,8 @@ def build_registry() -> CommandRegistry:
         ),
         SlashCommand("mode", "switch Plan / Agent / YOLO", _mode, usage="[plan|agent|yolo]"),
         SlashCommand("model", "show or change the model", _model, usage="[id]"),
-        SlashCommand("sessions", "saved sessions of this workspace", _sessions),
+        SlashCommand("sessions", "pick a saved session of this workspace to resume", _sessions),
+        SlashCommand("memory", "show the memory file the model sees", _memory),
         SlashCommand("revert", "restore files changed in the last N turns", _revert, usage="[N]"),
         SlashCommand("clear", "start the conversation afresh", _clear),
         SlashCommand(

@@ -320,3 +320,49 @@ async def test_slash_commands_are_in_the_command_palette(make_app, workspace):
         await pilot.pause(0.1)
         assert app.composer.text == "/relay "
         await app.action_quit()
+
+
+async def test_sessions_picker_resumes_an_earlier_conversation(llm, make_app, workspace):
+    llm.enqueue(Reply(text="first answer"))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "remember 42")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await app.action_quit()
+    llm.enqueue(Reply(text="it was 42"))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.session is not None)
+        await type_and_send(pilot, "/sessions")
+        await pilot.pause(0.2)
+        assert app.screen.__class__.__name__ == "SessionPicker"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Resumed" in str(n.render()) for n in app.query(Notice)))
+        assert any("remember 42" in str(m.render()) for m in app.query(UserMessage))
+        await type_and_send(pilot, "what was it?")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        contents = [m["content"] for m in llm.requests[-1].json["messages"]]
+        assert "remember 42" in contents and "first answer" in contents
+        await app.action_quit()
+
+
+async def test_twenty_streaming_children_all_settle_in_the_sidebar(llm, make_app, workspace):
+    llm.route(
+        lambda body: any("Assignment metadata" in str(m.get("content")) for m in body["messages"]),
+        respond=lambda body: Reply(
+            text=[f"chunk {i} " for i in range(40)] + [REPORT], chunk_delay=0.005
+        ),
+    )
+    opens = [ToolCallSpec("agent_open", {"prompt": f"job {i}"}) for i in range(20)]
+    llm.enqueue(Reply(tool_calls=opens))
+    llm.respond = lambda body: Reply(text="noted")
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await type_and_send(pilot, "fan out")
+        await wait_for(pilot, lambda: not app.turn_running, timeout=30)
+        await pilot.pause(0.1)
+        rows = list(app.query(AgentRow))
+        assert len(rows) == 20
+        assert all(str(row.render()).startswith("✓") for row in rows)
+        assert "20 (0 running)" in str(app.sidebar.agents_title.render())
+        await app.action_quit()
