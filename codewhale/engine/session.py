@@ -18,6 +18,8 @@ from codewhale.paths import WorkspacePaths, memory_file, user_agents_dir, user_d
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
+from codewhale.rlm.sessions import RlmManager
+from codewhale.rlm.tools import rlm_tools
 from codewhale.sessions.store import SessionError, SessionInfo, SessionStore, SessionWriter
 from codewhale.subagents.definitions import load_definitions
 from codewhale.subagents.manager import SubAgentManager
@@ -38,10 +40,12 @@ class Session:
     client: ChatClient
     loaded: LoadedConfig
     manager: SubAgentManager
+    rlm: RlmManager
     warnings: list[str] = field(default_factory=list)
 
     async def close(self) -> None:
         await self.manager.shutdown()
+        await self.rlm.close_all()
         self.writer.close()
         await self.client.aclose()
 
@@ -122,7 +126,20 @@ def open_session(
     )
     if manager.state_error:
         warnings.append(manager.state_error)
-    tools = [*default_tools(), *agent_tools(manager)]
+    engine_ref: list[Engine] = []
+    rlm = RlmManager(
+        client=client,
+        config=loaded.config.rlm,
+        handles=context.handles,
+        on_usage=lambda usage: engine_ref[0].add_external_usage(usage),
+    )
+
+    def transcript() -> str:
+        return "\n\n".join(
+            f"[{m.get('role')}] {m.get('content') or ''}" for m in engine_ref[0].messages
+        )
+
+    tools = [*default_tools(), *agent_tools(manager), *rlm_tools(rlm, transcript)]
     engine = Engine(
         client=client,
         tools=ToolRegistry(tools),
@@ -134,9 +151,10 @@ def open_session(
         messages=messages,
         recorder=writer,
     )
+    engine_ref.append(engine)
     bind_opener(tools, engine)
     manager.attach_parent(engine)
-    return Session(engine, info, writer, client, loaded, manager, warnings)
+    return Session(engine, info, writer, client, loaded, manager, rlm, warnings)
 
 
 def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo:

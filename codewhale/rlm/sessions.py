@@ -1,0 +1,234 @@
+"""Open RLM sessions: each a kernel holding one long context, plus the sub-LLM bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codewhale.config_models import RlmConfig
+from codewhale.handles import HandleStore
+from codewhale.providers.client import ChatClient
+from codewhale.providers.types import Usage
+from codewhale.rlm.kernel import Kernel, KernelError, KernelLimits
+
+INLINE_OUTPUT_BYTES = 1000
+PREVIEW_CHARS = 300
+
+
+class RlmError(ValueError):
+    """A request the RLM tools refuse; the message tells the model what to do."""
+
+
+@dataclass
+class RlmSession:
+    name: str
+    id: str
+    context: str
+    meta: dict[str, Any]
+    kernel: Kernel = field(init=False)
+    output_feedback: str = "full"
+    sub_query_timeout_secs: int = 120
+    sub_rlm_max_depth: int = 1
+    evals: int = 0
+    finals: int = 0
+    total_duration_ms: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def handle_session(self) -> str:
+        return f"rlm:{self.id}"
+
+
+def slug(text: str) -> str:
+    value = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:40]
+    return value or "context"
+
+
+class RlmManager:
+    """Owns every open RLM session of one engine."""
+
+    def __init__(
+        self,
+        *,
+        client: ChatClient,
+        config: RlmConfig,
+        handles: HandleStore,
+        limits: KernelLimits | None = None,
+        on_usage: Callable[[Usage], None] = lambda usage: None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.handles = handles
+        self.limits = limits or KernelLimits()
+        self.on_usage = on_usage
+        self.sessions: dict[str, RlmSession] = {}
+        self.child_model = config.child_model or client.settings.fast_model
+
+    async def open(self, name: str | None, context: str, meta: dict[str, Any]) -> dict:
+        name = slug(name or meta.get("source", "context"))
+        if name in self.sessions:
+            raise RlmError(
+                f"an RLM session named '{name}' is already open; close it or pick another name"
+            )
+        session = RlmSession(
+            name=name,
+            id="rlm_" + secrets.token_hex(4),
+            context=context,
+            meta=meta,
+            sub_query_timeout_secs=self.config.sub_query_timeout_secs,
+            sub_rlm_max_depth=self.config.sub_rlm_max_depth,
+        )
+        session.kernel = Kernel(
+            self.limits, lambda method, params: self._rpc(session, method, params)
+        )
+        await self._load(session)
+        self.sessions[name] = session
+        digest = hashlib.sha256(context.encode("utf-8", "replace")).hexdigest()
+        return {
+            "name": name,
+            "id": session.id,
+            "length": len(context),
+            "type": "str",
+            "preview": context[:PREVIEW_CHARS],
+            "sha256": digest,
+        }
+
+    async def _load(self, session: RlmSession) -> None:
+        meta = {**session.meta, "name": session.name, "id": session.id}
+        await session.kernel.request({"op": "load", "context": session.context, "meta": meta})
+
+    def get(self, name: Any) -> RlmSession:
+        session = self.sessions.get(str(name))
+        if session is None:
+            open_names = ", ".join(self.sessions) or "none"
+            raise RlmError(f"no open RLM session '{name}' (open: {open_names}); use rlm_open")
+        return session
+
+    async def evaluate(self, name: Any, code: str) -> dict[str, Any]:
+        session = self.get(name)
+        if not session.kernel.alive:
+            await self._load(session)  # restarted after a crash or timeout
+        started = time.monotonic()
+        try:
+            frame = await session.kernel.request({"op": "eval", "code": code})
+        except KernelError as error:
+            raise RlmError(str(error)) from None
+        finally:
+            session.total_duration_ms += int((time.monotonic() - started) * 1000)
+        session.evals += 1
+        reply: dict[str, Any] = {"name": session.name, "ok": frame["ok"]}
+        if frame.get("error"):
+            reply["error"] = frame["error"]
+        for stream in ("stdout", "stderr"):
+            reply.update(self._output(session, stream, frame.get(stream, "")))
+        finals = []
+        for final in frame.get("finals", []):
+            session.finals += 1
+            handle = self.handles.put(
+                session.handle_session, f"final_{session.finals}", _jsonable(final["value"])
+            )
+            finals.append({"handle": handle, "confidence": final.get("confidence")})
+        if finals:
+            reply["finals"] = finals
+        return reply
+
+    def _output(self, session: RlmSession, stream: str, text: str) -> dict[str, Any]:
+        if not text:
+            return {}
+        if session.output_feedback == "metadata":
+            return {f"{stream}_chars": len(text)}
+        if len(text.encode()) <= INLINE_OUTPUT_BYTES:
+            return {stream: text}
+        handle = self.handles.put(session.handle_session, f"{stream}_{session.evals}", text)
+        return {f"{stream}_preview": text[: INLINE_OUTPUT_BYTES // 2], f"{stream}_handle": handle}
+
+    def configure(self, name: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+        session = self.get(name)
+        feedback = arguments.get("output_feedback")
+        if feedback is not None:
+            if feedback not in ("full", "metadata"):
+                raise RlmError("output_feedback must be 'full' or 'metadata'")
+            session.output_feedback = feedback
+        if arguments.get("sub_query_timeout_secs") is not None:
+            session.sub_query_timeout_secs = min(
+                max(int(arguments["sub_query_timeout_secs"]), 1), 600
+            )
+        if arguments.get("sub_rlm_max_depth") is not None:
+            session.sub_rlm_max_depth = min(max(int(arguments["sub_rlm_max_depth"]), 0), 3)
+        return {
+            "name": session.name,
+            "output_feedback": session.output_feedback,
+            "sub_query_timeout_secs": session.sub_query_timeout_secs,
+            "sub_rlm_max_depth": session.sub_rlm_max_depth,
+        }
+
+    async def close(self, name: Any) -> dict[str, Any]:
+        session = self.get(name)
+        await session.kernel.kill()
+        del self.sessions[session.name]
+        return {
+            "name": session.name,
+            "id": session.id,
+            "closed": True,
+            "evals": session.evals,
+            "rpc_count": session.kernel.rpc_count,
+            "total_duration_ms": session.total_duration_ms,
+            "finals": session.finals,
+            "usage": {
+                "input": session.usage.input_tokens,
+                "output": session.usage.output_tokens,
+                "cache_hit": session.usage.cache_hit_tokens,
+                "cache_miss": session.usage.cache_miss_tokens,
+            },
+        }
+
+    async def close_all(self) -> None:
+        for name in list(self.sessions):
+            await self.close(name)
+
+    # -- the sub-LLM bridge: kernels ask, the parent (which holds the key) calls -----------
+
+    async def _rpc(self, session: RlmSession, method: str, params: dict[str, Any]) -> Any:
+        if method == "llm_query":
+            return await self._ask(
+                session, params["prompt"], params.get("system"), params.get("max_tokens")
+            )
+        if method == "llm_batch":
+            return list(
+                await asyncio.gather(
+                    *(
+                        self._ask(session, prompt, params.get("system"), None)
+                        for prompt in params["prompts"]
+                    )
+                )
+            )
+        raise RlmError(f"unknown kernel request '{method}'")
+
+    async def _ask(
+        self, session: RlmSession, prompt: str, system: str | None, max_tokens: int | None
+    ) -> str:
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        async with asyncio.timeout(session.sub_query_timeout_secs):
+            completion = await self.client.complete(
+                messages, model=self.child_model, max_tokens=max_tokens
+            )
+        if completion.usage is not None:
+            session.usage += completion.usage
+            self.on_usage(completion.usage)
+        return completion.content
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
