@@ -141,6 +141,9 @@ class RlmConfig(Section):
     child_model: str | None = None
     sub_query_timeout_secs: Annotated[int, Bounds(1, 600)] = 120
     sub_rlm_max_depth: Annotated[int, Bounds(0, 3)] = 1
+    eval_timeout_secs: Annotated[int, Bounds(1, 3600)] = 120
+    cpu_limit_secs: Annotated[int, Bounds(10, 86400)] = 900
+    memory_limit_mb: Annotated[int, Bounds(256, 65536)] = 2048
 
 
 class TuiConfig(Section):

@@ -132,6 +132,7 @@ def open_session(
         config=loaded.config.rlm,
         handles=context.handles,
         on_usage=lambda usage: engine_ref[0].add_external_usage(usage),
+        workspace=workspace,
     )
 
     def transcript() -> str:

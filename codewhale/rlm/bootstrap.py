@@ -169,6 +169,10 @@ def _helpers(rpc) -> dict:
             ] * len(prompts)
         return rpc("llm_batch", prompts=[str(p) for p in prompts], system=system)
 
+    def rlm_query(prompt: str, context: str | None = None) -> str:
+        """Ask a sub-model that gets its own REPL over `context` (default: this context)."""
+        return rpc("rlm_query", prompt=str(prompt), context=context)
+
     def _slice_text(slice_):
         if slice_ is None:
             return ""
@@ -239,6 +243,7 @@ def _helpers(rpc) -> dict:
         "sub_query_batch": sub_query_batch,
         "sub_query_map": sub_query_map,
         "sub_query_sequence": sub_query_sequence,
+        "rlm_query": rlm_query,
         "SHOW_VARS": SHOW_VARS,
         "repl_get": repl_get,
         "repl_set": repl_set,

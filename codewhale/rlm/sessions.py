@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codewhale.config_models import RlmConfig
@@ -62,11 +63,17 @@ class RlmManager:
         handles: HandleStore,
         limits: KernelLimits | None = None,
         on_usage: Callable[[Usage], None] = lambda usage: None,
+        workspace: Path | None = None,
     ) -> None:
+        self.workspace = workspace or Path.cwd()
         self.client = client
         self.config = config
         self.handles = handles
-        self.limits = limits or KernelLimits()
+        self.limits = limits or KernelLimits(
+            eval_timeout_secs=config.eval_timeout_secs,
+            cpu_secs=config.cpu_limit_secs,
+            memory_mb=config.memory_limit_mb,
+        )
         self.on_usage = on_usage
         self.sessions: dict[str, RlmSession] = {}
         self.child_model = config.child_model or client.settings.fast_model
@@ -200,6 +207,8 @@ class RlmManager:
             return await self._ask(
                 session, params["prompt"], params.get("system"), params.get("max_tokens")
             )
+        if method == "rlm_query":
+            return await self._recurse(session, params["prompt"], params.get("context"))
         if method == "llm_batch":
             return list(
                 await asyncio.gather(
@@ -224,6 +233,64 @@ class RlmManager:
             session.usage += completion.usage
             self.on_usage(completion.usage)
         return completion.content
+
+    async def _recurse(self, session: RlmSession, prompt: str, context: str | None) -> str:
+        """A sub-model with its own REPL over (part of) the context, one level shallower."""
+        if session.sub_rlm_max_depth <= 0:
+            raise RlmError(
+                "rlm_query depth limit reached (sub_rlm_max_depth is 0 here); use llm_query"
+            )
+        from codewhale.engine.loop import Engine
+        from codewhale.rlm.tools import rlm_tools
+        from codewhale.tools.base import ToolContext
+        from codewhale.tools.registry import ToolRegistry
+        from codewhale.tools.work import HandleRead
+
+        config = self.config.model_copy(update={"sub_rlm_max_depth": session.sub_rlm_max_depth - 1})
+        nested = RlmManager(
+            client=self.client,
+            config=config,
+            handles=self.handles,
+            limits=self.limits,
+            on_usage=self._count(session),
+        )
+        await nested.open(
+            "sub",
+            context if context is not None else session.context,
+            {"source": f"rlm_query from {session.name}"},
+        )
+        engine = Engine(
+            client=self.client,
+            tools=ToolRegistry([*rlm_tools(nested, lambda: ""), HandleRead()]),
+            context=ToolContext(
+                workspace=self.workspace,
+                session_id=f"{session.handle_session}/sub",
+                handles=self.handles,
+            ),
+            system_prompt=SUB_RLM_PROMPT,
+            model=self.child_model,
+            max_steps=SUB_RLM_MAX_STEPS,
+        )
+        try:
+            result = await engine.run_turn(prompt)
+        finally:
+            await nested.close_all()
+        return result.final_text or result.error
+
+    def _count(self, session: RlmSession) -> Callable[[Usage], None]:
+        def count(usage: Usage) -> None:
+            session.usage += usage
+            self.on_usage(usage)
+
+        return count
+
+
+SUB_RLM_MAX_STEPS = 12
+SUB_RLM_PROMPT = (
+    "You answer one question about a long text that is loaded in the RLM session named "
+    "'sub'. Explore it with rlm_eval (peek, search, chunk, llm_query...) rather than "
+    "guessing, then reply with the answer only."
+)
 
 
 def _jsonable(value: Any) -> Any:

@@ -41,7 +41,8 @@ class RlmOpen(_RlmTool):
         "context_meta(), peek(start, end, unit), search(pattern, max_hits), chunk(max_chars, "
         "overlap), chunk_coverage(chunks), llm_query(prompt), llm_query_batched(prompts) "
         "(<=16, concurrent), sub_query(prompt, slice), sub_query_batch, sub_query_map, "
-        "sub_query_sequence(prompt, slices), SHOW_VARS(), repl_get/repl_set, "
+        "sub_query_sequence(prompt, slices), rlm_query(prompt, context=None) (a sub-model with "
+        "its own REPL, depth-limited), SHOW_VARS(), repl_get/repl_set, "
         "finalize(value, confidence) / FINAL / FINAL_VAR."
     )
     parameters = {

@@ -223,3 +223,28 @@ def test_the_rlm_lifecycle_through_codewhale_exec(llm, tmp_path):
     assert closed["closed"] is True and closed["rpc_count"] == 1
     assert closed["usage"]["input"] > 0
     assert json.loads(result.stdout.splitlines()[-1])["final_text"] == "There are 10 needles."
+
+
+async def test_rlm_query_recurses_with_its_own_repl_and_respects_depth(llm, rlm):
+    def sub_model(body):
+        if body["messages"][0]["content"].startswith("You answer one question"):
+            steps = [m for m in body["messages"] if m["role"] == "assistant"]
+            if not steps:
+                return Reply(
+                    tool_calls=[
+                        ToolCallSpec(
+                            "rlm_eval", {"name": "sub", "code": "print(len(search('needle')))"}
+                        )
+                    ]
+                )
+            return Reply(
+                text="found " + body["messages"][-1]["content"].split('"stdout": "')[1][:2]
+            )
+        return Reply(text="unexpected")
+
+    llm.respond = sub_model
+    reply = await run(rlm, "print(rlm_query('how many needles?'))")
+    assert reply["stdout"] == "found 10\n"
+    rlm.configure("doc", {"sub_rlm_max_depth": 0})
+    limited = await run(rlm, "rlm_query('again?')")
+    assert "depth limit reached" in limited["error"]
