@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class SlashUsageError(ValueError):
@@ -17,17 +19,10 @@ class AgentRequest:
 
 def parse_agent_arguments(arguments: str) -> AgentRequest:
     """`/agent [N] <task>`: N is the max_depth (0..3, default 1)."""
-    text = arguments.strip()
-    head, _, rest = text.partition(" ")
-    depth = 1
-    if head.lstrip("-").isdigit():
-        depth = int(head)
-        text = rest.strip()
-        if not 0 <= depth <= 3:
-            raise SlashUsageError("Depth must be between 0 and 3")
-    if not text:
-        raise SlashUsageError("usage: /agent [N] <task>   (N = depth 0..3, default 1)")
-    return AgentRequest(depth, text)
+    depth, task = _depth_and_rest(
+        arguments, "usage: /agent [N] <task>   (N = depth 0..3, default 1)"
+    )
+    return AgentRequest(depth, task)
 
 
 def agent_prompt(request: AgentRequest) -> str:
@@ -48,4 +43,36 @@ def relay_prompt(focus: str, snapshot: str) -> str:
         "Current work, Files and state, Decisions, Verification, Next action. Keep it under "
         "about 900 words, concrete (paths, commands, results), and true to what happened.\n\n"
         f"{focus_line}Session snapshot:\n{snapshot}"
+    )
+
+
+def _depth_and_rest(arguments: str, usage: str) -> tuple[int, str]:
+    text = arguments.strip()
+    head, _, rest = text.partition(" ")
+    depth = 1
+    if head.lstrip("-").isdigit():
+        depth = int(head)
+        text = rest.strip()
+        if not 0 <= depth <= 3:
+            raise SlashUsageError("Depth must be between 0 and 3")
+    if not text:
+        raise SlashUsageError(usage)
+    return depth, text
+
+
+def rlm_prompt(arguments: str, workspace: Path) -> str:
+    """`/rlm [N] <file-or-text>`: a workspace file opens by path, anything else as content."""
+    depth, target = _depth_and_rest(arguments, "usage: /rlm [N] <file-or-text>")
+    candidate = (workspace / target).resolve()
+    inside = candidate == workspace.resolve() or workspace.resolve() in candidate.parents
+    if inside and candidate.is_file():
+        source = f"rlm_open with file_path: {json.dumps(target)}"
+    else:
+        source = f"rlm_open with content: {json.dumps(target)}"
+    return (
+        f"Analyse this input with an RLM session: call {source}, then rlm_configure with "
+        f"sub_rlm_max_depth: {depth}. Work in rlm_eval: look at context_meta(), search and "
+        "chunk the text, use llm_query / sub_query helpers for the parts that need reading, "
+        "and finalize(...) the result. Close the session with rlm_close when done and report "
+        "what you found, citing positions in the input."
     )

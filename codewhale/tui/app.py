@@ -275,6 +275,8 @@ class CodeWhaleApp(App[None]):
             "update_plan",
         ):
             self.sidebar.show_work(self.engine.context.work.snapshot())
+        if isinstance(event, events.ToolCallFinished) and event.name.startswith("rlm_"):
+            self.sidebar.show_rlm(self.session.rlm.sessions)
         if isinstance(event, events.UsageEvent | events.TurnComplete):
             self.refresh_status()
 

@@ -10,6 +10,7 @@ from codewhale.engine.slash_prompts import (
     agent_prompt,
     parse_agent_arguments,
     relay_prompt,
+    rlm_prompt,
 )
 from codewhale.paths import user_dirs
 from codewhale.permissions import Mode
@@ -58,6 +59,15 @@ async def _agent(app: CodeWhaleApp, arguments: str) -> None:
         await app.transcript.notice(str(error), "error")
         return
     await _prompt(app, agent_prompt(request), f"/agent {arguments.strip()}")
+
+
+async def _rlm(app: CodeWhaleApp, arguments: str) -> None:
+    try:
+        prompt = rlm_prompt(arguments, app.workspace)
+    except SlashUsageError as error:
+        await app.transcript.notice(str(error), "error")
+        return
+    await _prompt(app, prompt, f"/rlm {arguments.strip()}")
 
 
 async def _agents(app: CodeWhaleApp, arguments: str) -> None:
@@ -116,7 +126,7 @@ async def _relay(app: CodeWhaleApp, focus: str) -> None:
             f"- checklist: {work.render_checklist()}",
             f"- plan: {work.render_plan() or '(none)'}",
             f"- open sub-agents: {'; '.join(agents) or 'none'}",
-            "- open RLM sessions: none",
+            f"- open RLM sessions: {', '.join(app.session.rlm.sessions) or 'none'}",
         ]
     )
     await _prompt(app, relay_prompt(focus, snapshot), f"/relay {focus.strip()}".strip())
@@ -197,6 +207,9 @@ def build_registry() -> CommandRegistry:
             usage="[N] <task>",
         ),
         SlashCommand("agents", "list this session's sub-agents", _agents),
+        SlashCommand(
+            "rlm", "analyse a long file or text in an RLM session", _rlm, usage="[N] <file-or-text>"
+        ),
         SlashCommand(
             "relay",
             "write .codewhale/handoff.md for the next session",

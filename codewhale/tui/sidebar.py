@@ -69,6 +69,7 @@ class WorkSidebar(VerticalScroll):
         self.border_title = "Work"
         self.checklist = Static("", classes="section", markup=False)
         self.plan = Static("", classes="section", markup=False)
+        self.rlm = Static("—", classes="section", markup=False)
         self.agents_title = Static("Sub-agents: none", classes="section-title")
         self._rows: dict[str, AgentRow] = {}
         self._statuses: dict[str, str] = {}
@@ -78,6 +79,8 @@ class WorkSidebar(VerticalScroll):
         yield self.checklist
         yield Static("Plan", classes="section-title")
         yield self.plan
+        yield Static("RLM sessions", classes="section-title")
+        yield self.rlm
         yield self.agents_title
 
     def show_work(self, work: dict) -> None:
@@ -93,6 +96,13 @@ class WorkSidebar(VerticalScroll):
         self.plan.update(
             "\n".join(f"{marks[s['status']]} {clean_text(s['text'])}" for s in steps) or "—"
         )
+
+    def show_rlm(self, sessions: dict) -> None:
+        lines = [
+            f"{name}  {len(s.context):,} chars · {s.evals} evals · {s.kernel.rpc_count} calls"
+            for name, s in sessions.items()
+        ]
+        self.rlm.update("\n".join(lines) or "—")
 
     async def show_agent(self, snapshot: AgentSnapshot) -> None:
         row = self._rows.get(snapshot.agent_id)

@@ -366,3 +366,25 @@ async def test_twenty_streaming_children_all_settle_in_the_sidebar(llm, make_app
         assert all(str(row.render()).startswith("✓") for row in rows)
         assert "20 (0 running)" in str(app.sidebar.agents_title.render())
         await app.action_quit()
+
+
+async def test_rlm_command_opens_a_session_listed_in_the_sidebar(llm, make_app, workspace):
+    def model(body):
+        steps = [m for m in body["messages"] if m["role"] == "assistant"]
+        if not steps:
+            return Reply(
+                tool_calls=[ToolCallSpec("rlm_open", {"file_path": "notes.txt", "name": "notes"})]
+            )
+        return Reply(text="opened")
+
+    llm.respond = model
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "/rlm 2 notes.txt")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        prompt = llm.requests[0].json["messages"][-1]["content"]
+        assert 'file_path: "notes.txt"' in prompt and "sub_rlm_max_depth: 2" in prompt
+        assert "notes  6 chars" in str(app.sidebar.rlm.render())
+        await type_and_send(pilot, "/rlm 5 x")
+        assert any("Depth must be between 0 and 3" in str(n.render()) for n in app.query(Notice))
+        await app.action_quit()
