@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ("startup", "engine_overhead", "fanout", "state_io")
+BENCHMARKS = ("startup", "engine_overhead", "fanout", "state_io", "rlm")
 
 
 def main() -> None:
