@@ -248,3 +248,22 @@ async def test_rlm_query_recurses_with_its_own_repl_and_respects_depth(llm, rlm)
     rlm.configure("doc", {"sub_rlm_max_depth": 0})
     limited = await run(rlm, "rlm_query('again?')")
     assert "depth limit reached" in limited["error"]
+
+
+async def test_open_sources_and_their_rules(rlm, tmp_path):
+    from codewhale.rlm.tools import RlmOpen
+    from codewhale.tools.base import ToolContext, ToolError
+
+    tool = RlmOpen(rlm, lambda: "[user] hello\n\n[assistant] hi there")
+    context = ToolContext(workspace=tmp_path, session_id="s")
+    opened = json.loads(
+        (await tool.run({"session_object": "session://active/transcript"}, context)).output
+    )
+    assert opened["length"] == len("[user] hello\n\n[assistant] hi there")
+    assert opened["name"] == "session-active-transcript"
+    with pytest.raises(ToolError, match="exactly one source"):
+        await tool.run({"content": "a", "file_path": "b"}, context)
+    with pytest.raises(ToolError, match="private, loopback or link-local"):
+        await tool.run({"url": "http://127.0.0.1:9/x"}, context)
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await tool.run({"file_path": "../secret.txt"}, context)
