@@ -155,6 +155,20 @@ class CodeWhaleApp(App[None]):
         if saved:
             self.run_worker(self.open_session(), group="session")
 
+    def on_text_area_changed(self, event) -> None:
+        """Typing `/…` or `@…` shows what Tab would complete to."""
+        text = self.composer.text
+        word = text.rsplit(" ", 1)[-1] if text else ""
+        hint = ""
+        if text.startswith("/") and " " not in text:
+            names = self.registry.completions(text[1:])
+            hint = "  ".join(
+                f"/{name} {self.registry.find(name).usage}".rstrip() for name in names[:8]
+            )
+        elif word.startswith("@") and len(word) > 1:
+            hint = "  ".join(self._path_matches(word[1:], 6))
+        self.query_one("#hint", Static).update(hint)
+
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW_COLUMNS, "narrow")
         self._apply_sidebar()
@@ -229,20 +243,24 @@ class CodeWhaleApp(App[None]):
         word = text.rsplit(" ", 1)[-1]
         if not word.startswith("@"):
             return
+        matches = self._path_matches(word[1:], 8)
+        if matches:
+            self.composer.text = text[: len(text) - len(word)] + "@" + matches[0] + " "
+            self.composer.move_cursor(self.composer.document.end)
+        self.query_one("#hint", Static).update("  ".join(matches))
+
+    def _path_matches(self, query: str, limit: int) -> list[str]:
         from codewhale.tools.search import fuzzy_score
         from codewhale.tools.walk import iter_files
 
         root = self.workspace
         scored = sorted(
-            (-score, path.relative_to(root).as_posix())
+            (-score, relative)
             for path in iter_files(root)
-            if (score := fuzzy_score(word[1:], path.relative_to(root).as_posix())) is not None
-        )[:8]
-        if scored:
-            best = scored[0][1]
-            self.composer.text = text[: len(text) - len(word)] + "@" + best + " "
-            self.composer.move_cursor(self.composer.document.end)
-        self.query_one("#hint", Static).update("  ".join(name for _, name in scored))
+            if (score := fuzzy_score(query, relative := path.relative_to(root).as_posix()))
+            is not None
+        )
+        return [relative for _, relative in scored[:limit]]
 
     async def on_composer_escape_pressed(self, message: Composer.EscapePressed) -> None:
         if self.turn_running and self.session is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tomllib
 
 from textual.app import ComposeResult
@@ -13,14 +14,21 @@ from codewhale.atomic import atomic_write_text
 from codewhale.config import LoadedConfig
 from codewhale.providers.presets import preset_for
 
+# Local servers we can point at without a key, and the program that reveals each one.
+LOCAL_SERVERS = {"ollama": "ollama", "llamacpp": "llama-server", "vllm": "vllm"}
 
-def save_api_key(loaded: LoadedConfig, key: str) -> None:
-    """Add `api_key` to the user config (created if missing), file mode 0600."""
+
+def installed_local_providers() -> list[str]:
+    return [name for name, program in LOCAL_SERVERS.items() if shutil.which(program)]
+
+
+def save_user_settings(loaded: LoadedConfig, **values: str) -> None:
+    """Merge `values` into the user config (created if missing), file mode 0600."""
     import tomli_w
 
     path = loaded.user_file
     data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    data["api_key"] = key
+    data.update(values)
     atomic_write_text(path, tomli_w.dumps(data), mode=0o600)
 
 
@@ -43,11 +51,21 @@ class OnboardingScreen(ModalScreen[bool]):
             )
             yield Input(placeholder="sk-…", password=True, id="key")
             yield Button("Save key", id="save", variant="primary")
+            for name in installed_local_providers():
+                yield Button(
+                    f"Use the local {preset_for(name).label} server instead", id=f"local-{name}"
+                )
             yield Button("Continue without a key", id="skip")
 
     async def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "save":
+        button = event.button.id or ""
+        if button == "save":
             await self._save(self.query_one("#key", Input).value)
+        elif button.startswith("local-"):
+            provider = button.removeprefix("local-")
+            save_user_settings(self.loaded, provider=provider)
+            self.notify(f"Using {preset_for(provider).label}; saved to {self.loaded.user_file}.")
+            self.dismiss(True)
         else:
             self.dismiss(False)
 
@@ -59,6 +77,6 @@ class OnboardingScreen(ModalScreen[bool]):
         if not key:
             self.notify("Paste a key first", severity="warning")
             return
-        save_api_key(self.loaded, key)
+        save_user_settings(self.loaded, api_key=key)
         self.notify(f"Saved to {self.loaded.user_file}.")
         self.dismiss(True)

@@ -388,3 +388,78 @@ async def test_rlm_command_opens_a_session_listed_in_the_sidebar(llm, make_app, 
         await type_and_send(pilot, "/rlm 5 x")
         assert any("Depth must be between 0 and 3" in str(n.render()) for n in app.query(Notice))
         await app.action_quit()
+
+
+async def test_typing_a_slash_or_at_shows_completions(make_app, workspace):
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.click("#composer")
+        for char in "/re":
+            await pilot.press(char)
+        await pilot.pause(0.1)
+        hint = str(app.query_one("#hint").render())
+        assert "/relay [focus]" in hint and "/revert [N]" in hint
+        app.composer.clear()
+        for char in "see @not":
+            await pilot.press(char if char != " " else "space")
+        await pilot.pause(0.1)
+        assert "notes.txt" in str(app.query_one("#hint").render())
+        await pilot.press("tab")
+        assert app.composer.text == "see @notes.txt "
+        await app.action_quit()
+
+
+async def test_onboarding_offers_an_installed_local_server(
+    llm, monkeypatch, workspace, isolated_home, tmp_path
+):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ollama"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    app = CodeWhaleApp(load_config(workspace=workspace), workspace)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, OnboardingScreen))
+        await pilot.click("#local-ollama")
+        await wait_for(
+            pilot,
+            lambda: app.session is not None and app.session.loaded.config.provider == "ollama",
+        )
+        assert 'provider = "ollama"' in (isolated_home / "config" / "config.toml").read_text()
+        await app.action_quit()
+
+
+async def test_pending_approvals_queue_one_after_another(llm, make_app, workspace):
+    def child(body):
+        steps = [m for m in body["messages"] if m["role"] == "assistant"]
+        if not steps:
+            return Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "echo child"})])
+        return Reply(text=REPORT)
+
+    llm.route(
+        lambda body: any("Assignment metadata" in str(m.get("content")) for m in body["messages"]),
+        respond=child,
+    )
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("agent_open", {"prompt": "a", "name": "first"}),
+                ToolCallSpec("agent_open", {"prompt": "b", "name": "second"}),
+            ]
+        ),
+    )
+    llm.respond = lambda body: Reply(text="ok")
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "two children")
+        askers = []
+        for _ in range(2):
+            await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            askers.append(app.screen.request.requester)
+            await pilot.press("n")
+            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: not app.turn_running)
+        assert sorted(name.split("(")[1].split(",")[0] for name in askers) == ["first", "second"]
+        await app.action_quit()
