@@ -24,43 +24,9 @@ from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AssistantMessage, Notice, ToolCell, UserMessage
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
+from tests.tui.conftest import REPORT, type_and_send, wait_for
 
-REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
 SNAPSHOT_WORKSPACE = Path(tempfile.gettempdir()) / "codewhale-snapshot-workspace"
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "notes.txt").write_text("hello\n")
-    return root
-
-
-@pytest.fixture
-def make_app(llm, monkeypatch):
-    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
-    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
-
-    def make(workspace: Path) -> CodeWhaleApp:
-        return CodeWhaleApp(load_config(workspace=workspace), workspace)
-
-    return make
-
-
-async def type_and_send(pilot, text: str) -> None:
-    await pilot.click("#composer")
-    for char in text:
-        await pilot.press(char if char != " " else "space")
-    await pilot.press("enter")
-
-
-async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await pilot.pause(0.02)
 
 
 async def test_a_turn_streams_markdown_and_shows_tool_cells(llm, make_app, workspace):

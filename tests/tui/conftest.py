@@ -1,0 +1,52 @@
+"""Shared pieces of the TUI tests: an app against the loopback LLM and Pilot helpers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from codewhale.config import load_config
+from codewhale.tui.app import CodeWhaleApp
+from tests.support.settings import TEST_KEY
+
+REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
+
+
+def is_child(body) -> bool:
+    return any("Assignment metadata" in str(m.get("content")) for m in body["messages"])
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "notes.txt").write_text("hello\n")
+    return root
+
+
+@pytest.fixture
+def make_app(llm, monkeypatch):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+
+    def make(workspace: Path) -> CodeWhaleApp:
+        return CodeWhaleApp(load_config(workspace=workspace), workspace)
+
+    return make
+
+
+async def type_and_send(pilot, text: str) -> None:
+    await pilot.click("#composer")
+    for char in text:
+        await pilot.press(char if char != " " else "space")
+    await pilot.press("enter")
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        await pilot.pause(0.02)

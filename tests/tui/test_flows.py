@@ -1,0 +1,254 @@
+"""More flows through the real app, and the SVG snapshots of its main screens."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from codewhale.config import load_config
+from codewhale.permissions import Mode
+from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.approval import ApprovalScreen
+from codewhale.tui.sidebar import AgentRow
+from codewhale.tui.transcript import AssistantMessage, Notice, ToolCell
+from tests.support.llm_server import Fault, Reply, ToolCallSpec
+from tests.support.settings import TEST_KEY
+from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
+
+FIXED = Path(tempfile.gettempdir()) / "codewhale-snapshot-flows"
+
+
+async def test_a_tool_cell_expands_to_its_output(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})]), Reply(text="read")
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "read")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        cell = app.query_one(ToolCell)
+        assert cell.collapsed
+        await pilot.click(f"#{cell.id}" if cell.id else ToolCell)
+        await pilot.pause(0.1)
+        assert not cell.collapsed
+        assert "1\thello" in str(cell.output.render())
+        await app.action_quit()
+
+
+async def test_tab_queues_a_draft_for_after_the_turn(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "sleep 1.5"})]),
+        Reply(text="first done"),
+        Reply(text="second done"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.engine.context.mode = Mode.YOLO
+        await type_and_send(pilot, "first")
+        await wait_for(pilot, lambda: bool(app.query(ToolCell)))
+        for char in "later":
+            await pilot.press(char)
+        await pilot.press("tab")
+        assert app.composer.text == ""
+        await wait_for(pilot, lambda: not app.turn_running and len(llm.requests) == 3)
+        assert llm.requests[2].json["messages"][-1] == {"role": "user", "content": "later"}
+        await app.action_quit()
+
+
+async def test_esc_cancels_the_turn_and_children_survive(llm, make_app, workspace):
+    llm.route(is_child, Reply(text=REPORT, request_delay=1.0))
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "survive"})]),
+        Reply(text="waiting for the child"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "delegate")
+        await wait_for(pilot, lambda: bool(app.query(AgentRow)))
+        await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.turn_running)
+        await wait_for(pilot, lambda: str(app.query_one(AgentRow).render()).startswith("✓"))
+        assert any("turn cancelled" in str(n.render()) for n in app.query(Notice))
+        await app.action_quit()
+
+
+async def test_plan_mode_refusal_is_shown_and_reaches_the_model(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("write_file", {"path": "x.txt", "content": "x"})]),
+        Reply(text="I will describe it instead."),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("tab", "tab")  # Agent → YOLO → Plan
+        assert app.engine.context.mode is Mode.PLAN
+        await type_and_send(pilot, "write x")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        cell = app.query_one(ToolCell)
+        assert cell.has_class("failed") and "Plan mode is read-only" in str(cell.output.render())
+        assert not (workspace / "x.txt").exists()
+        await app.action_quit()
+
+
+async def test_denying_an_approval_tells_the_model(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch denied.txt"})]),
+        Reply(text="ok, not running it"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "make a file")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.turn_running)
+        assert not (workspace / "denied.txt").exists()
+        assert (
+            "the user denied this exec_shell call"
+            in llm.requests[1].json["messages"][-1]["content"]
+        )
+        await app.action_quit()
+
+
+async def test_relay_asks_for_the_handoff_file(llm, make_app, workspace):
+    llm.enqueue(Reply(text="written"))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "/接力   ship  the fix")
+        await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        prompt = llm.requests[0].json["messages"][-1]["content"]
+        assert ".codewhale/handoff.md" in prompt and "# Session relay" in prompt
+        for section in (
+            "Goal",
+            "Current work",
+            "Files and state",
+            "Decisions",
+            "Verification",
+            "Next action",
+        ):
+            assert section in prompt
+        assert "900 words" in prompt and "ship  the fix" in prompt
+        assert f"workspace: {workspace}" in prompt
+        await app.action_quit()
+
+
+async def test_cancelling_a_child_from_its_agent_screen(llm, make_app, workspace):
+    llm.route(is_child, Reply(fault=Fault.stall(seconds=20)))
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "slow"})]),
+        Reply(text="waiting"),
+        Reply(text="it was cancelled"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "go")
+        await wait_for(pilot, lambda: bool(app.query(AgentRow)))
+        row = app.query_one(AgentRow)
+        await pilot.click(f"#{row.id}")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "AgentScreen")
+        await pilot.click("#cancel")
+        await wait_for(
+            pilot, lambda: "cancelled" in str(app.screen.query_one("#agent-header").render())
+        )
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.turn_running)
+        assert str(app.query_one(AgentRow).render()).startswith("⊘")
+        await app.action_quit()
+
+
+async def test_three_children_settle_to_completed_failed_and_cancelled(llm, make_app, workspace):
+    def by_task(word):
+        return lambda body: any(f"Task:\n{word}" in str(m.get("content")) for m in body["messages"])
+
+    llm.route(by_task("ok-job"), Reply(text=REPORT, request_delay=0.2))
+    llm.route(by_task("bad-job"), Reply(fault=Fault.status(400, message="bad")))
+    llm.route(by_task("stop-job"), Reply(fault=Fault.stall(seconds=20)))
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("agent_open", {"prompt": p, "name": p})
+                for p in ("ok-job", "bad-job", "stop-job")
+            ]
+        )
+    )
+    llm.respond = lambda body: Reply(text="noted")
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await type_and_send(pilot, "three")
+        await wait_for(pilot, lambda: len(app.query(AgentRow)) == 3)
+        await type_and_send(pilot, "/agent cancel stop-job")
+        await wait_for(pilot, lambda: not app.turn_running, timeout=20)
+        glyphs = sorted(str(row.render())[0] for row in app.query(AgentRow))
+        assert glyphs == sorted(["✓", "✗", "⊘"])
+        await app.action_quit()
+
+
+# -- snapshots ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fixed_app(llm, monkeypatch):
+    FIXED.mkdir(exist_ok=True)
+    (FIXED / "notes.txt").write_text("hello\n")
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    return lambda: CodeWhaleApp(load_config(workspace=FIXED), FIXED)
+
+
+def test_snapshot_empty_start(snap_compare, fixed_app):
+    assert snap_compare(fixed_app(), terminal_size=(110, 24))
+
+
+def test_snapshot_onboarding(snap_compare, llm, monkeypatch):
+    FIXED.mkdir(exist_ok=True)
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no local servers to offer
+    app = CodeWhaleApp(load_config(workspace=FIXED), FIXED)
+
+    async def run_before(pilot):
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "OnboardingScreen")
+
+    assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+def test_snapshot_finished_turn_with_tool_cells(snap_compare, llm, fixed_app):
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("read_file", {"path": "notes.txt"}, id="c1"),
+                ToolCallSpec("list_dir", {}, id="c2"),
+            ]
+        ),
+        Reply(
+            text="The file says **hello**.", usage={"prompt_tokens": 900, "completion_tokens": 12}
+        ),
+    )
+    app = fixed_app()
+
+    async def run_before(pilot):
+        await type_and_send(pilot, "what is in notes.txt?")
+        await wait_for(
+            pilot,
+            lambda: (
+                not app.turn_running
+                and app.query(AssistantMessage)
+                and "hello" in app.query_one(AssistantMessage).source
+            ),
+        )
+        for cell in app.query(ToolCell):
+            cell.title = cell.title.rsplit("  ", 1)[0]  # durations vary run to run
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+def test_snapshot_approval_modal(snap_compare, llm, fixed_app):
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "make test"})]))
+    app = fixed_app()
+
+    async def run_before(pilot):
+        await type_and_send(pilot, "run the tests")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+
+    assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
