@@ -193,6 +193,8 @@ def test_main_screen_snapshot(snap_compare, llm, monkeypatch):
         await type_and_send(pilot, "hello")
         await wait_for(pilot, settled, timeout=20)
         await pilot.wait_for_scheduled_animations()
+        app.composer.focus()
+        app.composer.cursor_blink = False
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)

@@ -202,6 +202,9 @@ def test_snapshot_empty_start(snap_compare, fixed_app):
 
 def test_snapshot_onboarding(snap_compare, llm, monkeypatch):
     FIXED.mkdir(exist_ok=True)
+    home = FIXED / "home"
+    (home / "config" / "config.toml").unlink(missing_ok=True)
+    monkeypatch.setenv("CODEWHALE_HOME", str(home))  # the dialog shows this path
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no local servers to offer
     app = CodeWhaleApp(load_config(workspace=FIXED), FIXED)
@@ -238,7 +241,7 @@ def test_snapshot_finished_turn_with_tool_cells(snap_compare, llm, fixed_app):
         )
         for cell in app.query(ToolCell):
             cell.title = cell.title.rsplit("  ", 1)[0]  # durations vary run to run
-        await pilot.pause(0.2)
+        await settle(app, pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
 
@@ -250,5 +253,13 @@ def test_snapshot_approval_modal(snap_compare, llm, fixed_app):
     async def run_before(pilot):
         await type_and_send(pilot, "run the tests")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+async def settle(app, pilot) -> None:
+    """Same focus and a steady cursor every run, so the SVG does not depend on timing."""
+    app.composer.focus()
+    app.composer.cursor_blink = False
+    await pilot.pause(0.2)
