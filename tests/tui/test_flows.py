@@ -239,8 +239,6 @@ def test_snapshot_finished_turn_with_tool_cells(snap_compare, llm, fixed_app):
                 and "hello" in app.query_one(AssistantMessage).source
             ),
         )
-        for cell in app.query(ToolCell):
-            cell.title = cell.title.rsplit("  ", 1)[0]  # durations vary run to run
         await settle(app, pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
@@ -259,7 +257,95 @@ def test_snapshot_approval_modal(snap_compare, llm, fixed_app):
 
 
 async def settle(app, pilot) -> None:
-    """Same focus and a steady cursor every run, so the SVG does not depend on timing."""
+    """Same focus, a steady cursor and no durations, so the SVG does not depend on timing."""
+    for cell in app.query(ToolCell):
+        cell.title = cell.title.rsplit("  ", 1)[0]
     app.composer.focus()
     app.composer.cursor_blink = False
     await pilot.pause(0.2)
+
+
+def test_snapshot_empty_start_steady(snap_compare, fixed_app):
+    app = fixed_app()
+
+    async def run_before(pilot):
+        await wait_for(pilot, lambda: app.session is not None)
+        await settle(app, pilot)
+
+    assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+def _children_app(llm, fixed_app):
+    def by_task(word):
+        return lambda body: any(f"Task:\n{word}" in str(m.get("content")) for m in body["messages"])
+
+    llm.route(
+        by_task("map the api"),
+        Reply(text=REPORT, usage={"prompt_tokens": 1500, "completion_tokens": 40}),
+    )
+    llm.route(by_task("run the tests"), Reply(fault=Fault.stall(seconds=30)))
+    llm.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec(
+                    "agent_open",
+                    {"prompt": "map the api", "type": "explore", "description": "map the API"},
+                ),
+                ToolCallSpec(
+                    "agent_open",
+                    {"prompt": "run the tests", "type": "verifier", "description": "run the suite"},
+                ),
+            ]
+        )
+    )
+    llm.respond = lambda body: Reply(text="Both children are on it.")
+    return fixed_app()
+
+
+async def _freeze_rows(app, pilot):
+    """Elapsed seconds tick while a child runs; pin them so the picture is repeatable."""
+    from dataclasses import replace
+
+    for row in app.query(AgentRow):
+        row.show(replace(app.session.manager.snapshot_of(row.agent_id), elapsed_ms=0))
+    await settle(app, pilot)
+
+
+def test_snapshot_work_sidebar_with_running_and_finished_children(snap_compare, llm, fixed_app):
+    app = _children_app(llm, fixed_app)
+
+    async def run_before(pilot):
+        await type_and_send(pilot, "delegate")
+        await wait_for(
+            pilot,
+            lambda: (
+                len(app.query(AgentRow)) == 2
+                and any(str(r.render()).startswith("✓") for r in app.query(AgentRow))
+            ),
+        )
+        await wait_for(
+            pilot,
+            lambda: any(
+                "running" in (app.session.manager.snapshot_of(r.agent_id).status)
+                for r in app.query(AgentRow)
+            ),
+        )
+        await _freeze_rows(app, pilot)
+
+    assert snap_compare(app, terminal_size=(130, 30), run_before=run_before)
+
+
+def test_snapshot_agent_screen(snap_compare, llm, fixed_app):
+    app = _children_app(llm, fixed_app)
+
+    async def run_before(pilot):
+        await type_and_send(pilot, "delegate")
+        await wait_for(
+            pilot, lambda: any(str(r.render()).startswith("✓") for r in app.query(AgentRow))
+        )
+        done = next(r for r in app.query(AgentRow) if str(r.render()).startswith("✓"))
+        await pilot.click(f"#{done.id}")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "AgentScreen")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
