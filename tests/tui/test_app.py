@@ -213,7 +213,8 @@ def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
 
 
 @pytest.mark.slow
-def test_the_real_app_starts_in_a_terminal_and_quits_on_ctrl_q(tmp_path, llm):
+def test_the_real_app_answers_a_typed_prompt_in_a_terminal(tmp_path, llm):
+    llm.enqueue(Reply(text="pong-from-loopback"))
     controller, terminal = pty.openpty()
     env = {
         **os.environ,
@@ -233,6 +234,12 @@ def test_the_real_app_starts_in_a_terminal_and_quits_on_ctrl_q(tmp_path, llm):
     try:
         screen = _read_until(controller, b"Ask", timeout=20)
         assert b"Ask" in screen, screen[-500:]
+        os.write(controller, b"ping")
+        time.sleep(0.2)
+        os.write(controller, b"\r")
+        answer = _read_until(controller, b"pong-from-loopback", timeout=20)
+        assert b"pong-from-loopback" in answer, answer[-800:]
+        assert llm.requests[-1].json["messages"][-1] == {"role": "user", "content": "ping"}
         os.write(controller, b"\x11")
         assert process.wait(timeout=10) == 0
         rest = _read_until(controller, b"Traceback", timeout=0.5)
