@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +20,7 @@ from codewhale.permissions import Mode
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.store import SubagentStore
 from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.serve import loopback_process
 
 STEPS = 5
 LATENCY = 0.1
@@ -96,17 +95,9 @@ async def run_fanout(workspace: Path, children: int, clock: ManagerClock):
 
 
 async def measure() -> None:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.serve", "bench.fanout:responder"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    base_url = server.stdout.readline().strip()
     clock = ManagerClock()
     results = {}
-    try:
+    with loopback_process("bench.fanout:responder") as base_url:
         for n in (1, 1, 5, 20):  # the first N=1 run is a warm-up (imports, connections)
             with tempfile.TemporaryDirectory() as scratch:
                 os.environ.update(
@@ -117,8 +108,6 @@ async def measure() -> None:
                 workspace = Path(scratch) / "ws"
                 workspace.mkdir()
                 results[n] = await run_fanout(workspace, n, clock)
-    finally:
-        server.communicate(input="", timeout=10)
     base = results[1][0]
     for n, (wall, cpu, manager_cpu) in results.items():
         steps = n * STEPS

@@ -7,9 +7,6 @@ runs its prompts concurrently, so it should take about one call's time, not 16.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 
 from codewhale.config_models import RlmConfig
@@ -17,6 +14,7 @@ from codewhale.handles import HandleStore
 from codewhale.providers.client import ChatClient
 from codewhale.rlm.sessions import RlmManager
 from tests.support.llm_server import Reply
+from tests.support.serve import loopback_process
 from tests.support.settings import loopback_settings
 
 SIZE_MB = 20
@@ -71,19 +69,8 @@ async def measure(base_url: str) -> None:
 
 
 def main() -> None:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.serve", "bench.rlm:responder"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    base_url = server.stdout.readline().strip()
-    os.environ.pop("DEEPSEEK_API_KEY", None)
-    try:
+    with loopback_process("bench.rlm:responder") as base_url:
         asyncio.run(measure(base_url))
-    finally:
-        server.communicate(input="", timeout=10)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +19,7 @@ from textual import events
 from codewhale.config import load_config
 from codewhale.tui.app import CodeWhaleApp
 from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.serve import loopback_process
 
 CHILDREN = 20
 TOKENS = 100
@@ -63,26 +62,18 @@ async def measure(workspace: Path) -> tuple[list[float], float, float]:
 
 
 def main() -> None:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.serve", "bench.ui_load:responder"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    base_url = server.stdout.readline().strip()
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            os.environ.update(
-                CODEWHALE_HOME=str(Path(scratch) / "home"),
-                CODEWHALE_BASE_URL=base_url,
-                DEEPSEEK_API_KEY="sk-bench-000000000000",
-            )
-            workspace = Path(scratch) / "ws"
-            workspace.mkdir()
-            latencies, cpu_share, wall = asyncio.run(measure(workspace))
-    finally:
-        server.communicate(input="", timeout=10)
+    with (
+        loopback_process("bench.ui_load:responder") as base_url,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        os.environ.update(
+            CODEWHALE_HOME=str(Path(scratch) / "home"),
+            CODEWHALE_BASE_URL=base_url,
+            DEEPSEEK_API_KEY="sk-bench-000000000000",
+        )
+        workspace = Path(scratch) / "ws"
+        workspace.mkdir()
+        latencies, cpu_share, wall = asyncio.run(measure(workspace))
     latencies.sort()
     p95 = latencies[min(int(0.95 * len(latencies)), len(latencies) - 1)]
     print(

@@ -7,9 +7,28 @@ process's GIL. Prints the base URL on one line, serves until stdin closes.
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tests.support.llm_server import LoopbackLLM
+
+
+@contextmanager
+def loopback_process(responder: str) -> Iterator[str]:
+    """Serve `module:function` from a separate process; yields the base URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.serve", responder],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.communicate(input="", timeout=10)
 
 
 def main() -> None:
