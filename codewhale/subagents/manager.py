@@ -31,9 +31,22 @@ from codewhale.subagents import child as child_setup
 from codewhale.subagents.contract import REMINDER, parse_report, verify_claims
 from codewhale.subagents.definitions import DefinitionSet
 from codewhale.subagents.mailbox import Mailbox
-from codewhale.subagents.records import WHALES, WorkerRecord, new_agent_id, now_ms
+from codewhale.subagents.records import (
+    WHALES,
+    AgentSnapshot,
+    WorkerRecord,
+    new_agent_id,
+    now_ms,
+    snapshot_of_record,
+)
 from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
-from codewhale.subagents.store import StateFileError, SubagentStore, reconcile_dead_owners
+from codewhale.subagents.store import (
+    FLUSH_DELAY_SECS,
+    CoalescedWriter,
+    StateFileError,
+    SubagentStore,
+    reconcile_dead_owners,
+)
 from codewhale.tools.base import Tool, ToolContext
 from codewhale.tools.registry import ToolRegistry
 
@@ -44,26 +57,6 @@ CONTINUE_NOTE = (
     "Your previous model request timed out. Continue the assignment from where you stopped."
 )
 PROGRESS_INTERVAL_SECS = 0.25
-FLUSH_DELAY_SECS = 0.2
-
-
-@dataclass(frozen=True)
-class AgentSnapshot:
-    """A read-only view of one child for the UI."""
-
-    agent_id: str
-    name: str
-    nickname: str
-    description: str
-    type: str
-    role: str
-    status: str
-    worker_status: str
-    activity: str
-    steps_taken: int
-    elapsed_ms: int
-    tokens: int
-    terminal: bool
 
 
 @dataclass
@@ -121,10 +114,10 @@ class SubAgentManager:
         self._children: dict[str, _Child] = {}
         self._parent_engine: Engine | None = None
         self._branch = git_branch(self.workspace)
-        self._flush_task: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
         self.state_error: str | None = None
         self._prior = reconcile_dead_owners(self._load_prior())
+        self.writer = CoalescedWriter(self.store, self._all_records, enabled=self._persisting)
         self.child_usage = Usage()
 
     # -- wiring ------------------------------------------------------------------------
@@ -133,6 +126,9 @@ class SubAgentManager:
         """The parent engine whose turn waits for children and receives completions."""
         self._parent_engine = engine
         engine.children_pending = lambda: self.has_live_children_of(engine)
+
+    def _persisting(self) -> bool:
+        return self.state_error is None
 
     def _load_prior(self) -> list[WorkerRecord]:
         try:
@@ -157,11 +153,11 @@ class SubAgentManager:
         )
 
     def snapshot(self) -> tuple[AgentSnapshot, ...]:
-        return tuple(_snapshot(c.record) for c in self._children.values())
+        return tuple(snapshot_of_record(c.record) for c in self._children.values())
 
     def snapshot_of(self, agent_id: str) -> AgentSnapshot | None:
         child = self._children.get(agent_id)
-        return _snapshot(child.record) if child is not None else None
+        return snapshot_of_record(child.record) if child is not None else None
 
     def records(self, include_archived: bool = False) -> list[dict[str, Any]]:
         current = [c.record.to_json() for c in self._children.values()]
@@ -629,17 +625,7 @@ class SubAgentManager:
     # -- persistence -----------------------------------------------------------------------------
 
     def _mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
-        """Schedule one write soon; every change until then rides along with it."""
-        if self.state_error is not None:
-            return
-        if self._flush_task is None or self._flush_task.done():
-            self._flush_task = asyncio.get_running_loop().create_task(self._flush_later(delay))
-
-    async def _flush_later(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        snapshot = self.store.snapshot(self._all_records())
-        # Encoding and the write (with its fsync) run in a thread so children keep streaming.
-        await asyncio.to_thread(self.store.write, snapshot)
+        self.writer.mark_dirty(delay)
 
     def _all_records(self) -> list[WorkerRecord]:
         current = [c.record for c in self._children.values()]
@@ -647,12 +633,7 @@ class SubAgentManager:
         return [r for r in self._prior if r.agent_id not in ids] + current
 
     async def flush(self) -> None:
-        """Write the current state now (after any write already in flight)."""
-        if self._flush_task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flush_task
-        if self.state_error is None:
-            self.store.save(self._all_records())
+        await self.writer.flush()
 
 
 def _next_action(record: WorkerRecord) -> str:
@@ -661,22 +642,3 @@ def _next_action(record: WorkerRecord) -> str:
     if record.status == "interrupted" and record.checkpoint:
         return "agent_eval with continue: true to resume, or agent_close"
     return "read the error; reopen with a corrected assignment if needed"
-
-
-def _snapshot(record: WorkerRecord) -> AgentSnapshot:
-    usage = record.usage
-    return AgentSnapshot(
-        agent_id=record.agent_id,
-        name=record.name,
-        nickname=record.nickname,
-        description=record.description,
-        type=record.type,
-        role=record.role,
-        status=record.status,
-        worker_status=record.worker_status,
-        activity=record.activity,
-        steps_taken=record.steps_taken,
-        elapsed_ms=record.duration_ms(),
-        tokens=usage.get("input", 0) + usage.get("output", 0),
-        terminal=record.terminal,
-    )

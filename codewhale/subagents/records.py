@@ -160,3 +160,41 @@ class WorkerRecord:
             data["continuable"] = self.checkpoint is not None
         data.update(extra)
         return data
+
+
+@dataclass(frozen=True)
+class AgentSnapshot:
+    """A read-only view of one child for the UI."""
+
+    agent_id: str
+    name: str
+    nickname: str
+    description: str
+    type: str
+    role: str
+    status: str
+    worker_status: str
+    activity: str
+    steps_taken: int
+    elapsed_ms: int
+    tokens: int
+    terminal: bool
+
+
+def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
+    usage = record.usage
+    return AgentSnapshot(
+        agent_id=record.agent_id,
+        name=record.name,
+        nickname=record.nickname,
+        description=record.description,
+        type=record.type,
+        role=record.role,
+        status=record.status,
+        worker_status=record.worker_status,
+        activity=record.activity,
+        steps_taken=record.steps_taken,
+        elapsed_ms=record.duration_ms(),
+        tokens=usage.get("input", 0) + usage.get("output", 0),
+        terminal=record.terminal,
+    )

@@ -7,10 +7,12 @@ a whole document. Transcripts are JSONL, appended as messages happen.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,9 @@ from codewhale.subagents.records import TERMINAL, WorkerRecord
 SCHEMA_VERSION = 1
 MAX_RECORDS = 256
 RESTART_REASON = "Interrupted by process restart"
+# How long state-file writes are coalesced: a crash loses at most this much progress;
+# terminal states are written at once.
+FLUSH_DELAY_SECS = 0.2
 
 
 class StateFileError(Exception):
@@ -124,6 +129,45 @@ class SubagentStore:
         with path.open("a", encoding="utf-8") as handle:
             for message in messages:
                 handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+
+
+class CoalescedWriter:
+    """Writes the state file at most once per delay, off the event loop.
+
+    Every change in the window rides along with the next write; `enabled` is asked
+    each time so a manager can stop writing (e.g. after finding a file it must not touch).
+    """
+
+    def __init__(
+        self,
+        store: SubagentStore,
+        records: Callable[[], list[WorkerRecord]],
+        enabled: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.store = store
+        self.records = records
+        self.enabled = enabled
+        self._task: asyncio.Task[None] | None = None
+
+    def mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
+        if not self.enabled():
+            return
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._write_later(delay))
+
+    async def _write_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        snapshot = self.store.snapshot(self.records())
+        # Encoding and the write (with its fsync) run in a thread so children keep streaming.
+        await asyncio.to_thread(self.store.write, snapshot)
+
+    async def flush(self) -> None:
+        """Write the current state now (after any write already in flight)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.enabled():
+            self.store.save(self.records())
 
 
 def _dumps(value: Any) -> str:

@@ -279,6 +279,10 @@ class CodeWhaleApp(App[None]):
     # -- engine events -----------------------------------------------------------------------
 
     async def on_engine_event(self, message: EngineEvent) -> None:
+        if self.session is None:
+            # Quitting: events posted before the session closed arrive after the
+            # widgets are gone and have nowhere to go.
+            return
         event = message.event
         if isinstance(event, events.ApprovalRequested):
             self._approvals.append(event)
