@@ -4,9 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
-PYTEST_ARGS ?= -n auto
+STAMP_LOCAL := $(VENV)/.installed-local
+# The localmodel tests share one llama.cpp server, so they stay on one xdist worker.
+PYTEST_ARGS ?= -n auto --dist loadgroup
 
-.PHONY: run test lint bench clean
+# llama.cpp is built once per machine and kept outside the checkout, so a clean clone
+# (and CI on the same machine) reuses it. GGML_NATIVE=OFF: the native build crashes on
+# the first token on this CPU (its AMX path); the cache folder is named after the flag.
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codewhale/wheels/native-off
+LLAMA_LOG := $(WHEEL_CACHE)/build.log
+
+.PHONY: run test lint bench local clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,17 +30,41 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@ $(STAMP_RUN)
 
+# --no-cache-dir everywhere: pip's own cache may hold a natively built, crashing wheel.
+$(STAMP_LOCAL): pyproject.toml | $(BIN)/python
+	@mkdir -p $(WHEEL_CACHE)
+	@if ! ls $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "Building llama.cpp for the offline model: once per machine, about 5 minutes."; \
+	  echo "Full log: $(LLAMA_LOG)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel -v --no-cache-dir --no-deps \
+	    "llama-cpp-python==$(LLAMA_VERSION)" -w $(WHEEL_CACHE) > $(LLAMA_LOG) 2>&1 & build=$$!; \
+	  while kill -0 $$build 2>/dev/null; do \
+	    step=$$(grep -o '\[[0-9]*/[0-9]*\]' $(LLAMA_LOG) | tail -n 1); \
+	    printf '\r  compiling llama.cpp %s ' "$${step:-(configuring)}"; sleep 5; \
+	  done; echo; \
+	  wait $$build || { tail -n 30 $(LLAMA_LOG); echo "llama.cpp build failed; log: $(LLAMA_LOG)"; exit 1; }; \
+	fi
+	$(BIN)/python -m pip install --quiet --no-cache-dir \
+	  "$$(ls $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl | head -n 1)[server]"
+	$(BIN)/python -m pip install --quiet --no-cache-dir -e ".[local]"
+	touch $@
+
+local: $(STAMP_LOCAL)
+
+# The app runs without the offline model (it then asks for a key), so a failed
+# llama.cpp build warns instead of stopping `make run`.
 run: $(STAMP_RUN)
+	@$(MAKE) --no-print-directory local || echo "warning: the offline model is not installed (see above); continuing without it"
 	$(BIN)/codewhale
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check codewhale tests bench
 	$(BIN)/ruff format --check codewhale tests bench
 
-test: lint
+test: lint $(STAMP_LOCAL)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP_DEV)
+bench: $(STAMP_DEV) $(STAMP_LOCAL)
 	$(BIN)/python -m bench
 
 clean:

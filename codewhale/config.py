@@ -25,6 +25,7 @@ from codewhale.config_models import (
     Config,
 )
 from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
+from codewhale.providers.local_model import missing_local_runtime
 from codewhale.providers.presets import DEFAULT_PROVIDER, PRESETS
 from codewhale.providers.settings import ProviderSettings
 
@@ -64,6 +65,8 @@ class LoadedConfig:
     user_file: Path
     project_file: Path | None
     workspace: Path | None
+    # True when no provider or key was configured and the offline model stands in.
+    offline_fallback: bool = False
 
     def provider_settings(self) -> ProviderSettings:
         """Settings for the provider client, with preset defaults filled in."""
@@ -115,7 +118,12 @@ def load_config(
     layers.append(Layer("flag", {key: value for key, value in (overrides or {}).items()}))
     merged, origin = _merge(layers)
     config = _validate(merged, origin, warnings)
+    offline = _falls_back_to_offline_model(config, origin)
+    if offline:
+        config = config.model_copy(update={"provider": "local"})
     sources = _sources(config, origin)
+    if offline:
+        sources["provider"] = "default (no API key: offline model)"
     return LoadedConfig(
         config=config,
         sources=sources,
@@ -123,6 +131,24 @@ def load_config(
         user_file=user_file,
         project_file=project_file,
         workspace=workspace,
+        offline_fallback=offline,
+    )
+
+
+def _falls_back_to_offline_model(config: Config, origin: Mapping[str, Layer]) -> bool:
+    """Nothing chosen about the provider and no key: use the bundled model if installed.
+
+    Naming a model or endpoint shows an intent for a hosted provider, so that gets the
+    missing-key error rather than a quiet switch to a far weaker model.
+    """
+    chosen = any(
+        key in origin for key in ("provider", "base_url", "api_key", "model", "fast_model")
+    )
+    return (
+        config.offline_fallback
+        and not chosen
+        and not config.api_key
+        and missing_local_runtime() is None
     )
 
 

@@ -163,6 +163,8 @@ class Config(Section):
     api_key: str | None = Field(default=None, repr=False)
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     allow_insecure_http: bool = False
+    # With no provider and no API key configured, use the bundled offline model.
+    offline_fallback: bool = True
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)

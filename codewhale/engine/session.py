@@ -18,6 +18,9 @@ from codewhale.paths import WorkspacePaths, memory_file, user_agents_dir, user_d
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
+from codewhale.providers.local_model import LIMITS, bundled_model_file, missing_local_runtime
+from codewhale.providers.local_server import LocalServer
+from codewhale.providers.settings import ProviderSettings
 from codewhale.rlm.sessions import RlmManager
 from codewhale.rlm.tools import rlm_tools
 from codewhale.sessions.store import SessionError, SessionInfo, SessionStore, SessionWriter
@@ -42,12 +45,15 @@ class Session:
     manager: SubAgentManager
     rlm: RlmManager
     warnings: list[str] = field(default_factory=list)
+    local_server: LocalServer | None = None
 
     async def close(self) -> None:
         await self.manager.shutdown()
         await self.rlm.close_all()
         self.writer.close()
         await self.client.aclose()
+        if self.local_server is not None:
+            await self.local_server.stop()
 
 
 def open_session(
@@ -67,13 +73,21 @@ def open_session(
         raise SessionSetupError(f"workspace {workspace} is not a directory")
     loaded = load_config(workspace=workspace, overrides=overrides)
     settings = loaded.provider_settings()
+    dirs = user_dirs()
+    local_server = _local_server(settings, dirs.state_dir)
     try:
-        client = ChatClient(settings, retry_base_delay_secs=retry_base_delay_secs)
+        client = ChatClient(
+            settings, retry_base_delay_secs=retry_base_delay_secs, launcher=local_server
+        )
     except ProviderError as error:
         raise SessionSetupError(error.message) from None
-    dirs = user_dirs()
     store = SessionStore(dirs.data_dir)
     warnings = list(loaded.warnings)
+    if loaded.offline_fallback:
+        warnings.append(
+            f"no API key configured: using the {LIMITS}. Set DEEPSEEK_API_KEY (or another "
+            "provider in the user config) for real work."
+        )
     messages: list[dict[str, Any]] = []
     try:
         if resume or continue_latest:
@@ -155,7 +169,18 @@ def open_session(
     engine_ref.append(engine)
     bind_opener(tools, engine)
     manager.attach_parent(engine)
-    return Session(engine, info, writer, client, loaded, manager, rlm, warnings)
+    return Session(engine, info, writer, client, loaded, manager, rlm, warnings, local_server)
+
+
+def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | None:
+    """The offline model server for the `local` provider; it starts on the first request."""
+    if settings.provider != "local":
+        return None
+    missing = missing_local_runtime()
+    model = bundled_model_file()
+    if missing or model is None:
+        raise SessionSetupError(missing or "the offline model file is missing")
+    return LocalServer(model, alias=settings.model, log_file=state_dir / "local-model.log")
 
 
 def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo:

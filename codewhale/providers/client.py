@@ -8,13 +8,14 @@ failure into a ProviderError whose message says what to do about it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from httpx_sse import EventSource
@@ -35,7 +36,13 @@ from codewhale.providers.retry import RetryBudget
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.status import error_for_status
 from codewhale.providers.stream import StreamAssembler, completion_from_message
-from codewhale.providers.types import Completion, StreamEvent, StreamFinished, TextDelta
+from codewhale.providers.types import (
+    Completion,
+    StreamEvent,
+    StreamFinished,
+    TextDelta,
+    Usage,
+)
 
 logger = logging.getLogger("codewhale.providers")
 DRAIN_TIMEOUT_SECS = 1.0
@@ -47,6 +54,14 @@ Message = Mapping[str, Any]
 def _shared_ssl_context() -> ssl.SSLContext:
     """Loading the CA bundle costs ~20 ms; do it once per process, not once per client."""
     return httpx.create_ssl_context()
+
+
+class Launcher(Protocol):
+    """Something that runs the endpoint itself (the offline model server)."""
+
+    async def ensure_started(self) -> str:
+        """Start the server if needed and return its base URL."""
+        ...
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
@@ -62,11 +77,17 @@ class ChatClient:
         settings: ProviderSettings,
         *,
         retry_base_delay_secs: float = 0.5,
+        launcher: Launcher | None = None,
     ) -> None:
-        check_endpoint(settings)
+        if launcher is None:
+            check_endpoint(settings)
         self.settings = settings
+        self.launcher = launcher
         self._retry_base_delay = retry_base_delay_secs
         self._url = settings.base_url.rstrip("/") + "/chat/completions"
+        # What error messages name: a launcher's URL is known once it has started.
+        self._base_url = settings.base_url
+        self._stream_tools = preset_for(settings.provider).stream_tools
         idle = settings.stream_idle_timeout_secs
         self._http = httpx.AsyncClient(
             verify=_shared_ssl_context(),
@@ -84,7 +105,9 @@ class ChatClient:
         Each sub-agent gets one: httpcore scans every pooled connection on every request,
         so one shared pool slows down as the number of concurrent streams grows.
         """
-        return ChatClient(self.settings, retry_base_delay_secs=self._retry_base_delay)
+        return ChatClient(
+            self.settings, retry_base_delay_secs=self._retry_base_delay, launcher=self.launcher
+        )
 
     async def __aenter__(self) -> ChatClient:
         return self
@@ -123,6 +146,20 @@ class ChatClient:
         **params: Any,
     ) -> AsyncIterator[StreamEvent]:
         """Stream one response: deltas as they arrive, then exactly one StreamFinished."""
+        earlier_usage = None
+        if tools and not self._stream_tools:
+            # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
+            params.setdefault("tool_choice", "auto")
+            completion = await self.request(messages, tools=tools, model=model, **params)
+            if completion.tool_calls or completion.content:
+                if completion.content:
+                    yield TextDelta(completion.content)
+                yield StreamFinished(completion)
+                return
+            # The constrained server chose to answer in words but produced none (its
+            # text path is grammar-bound too): ask again for the words, without tools.
+            earlier_usage, tools = completion.usage, None
+            params.pop("tool_choice")
         payload = encode_body(self.build_body(messages, tools=tools, model=model, **params))
         budget = self._budget()
         while True:
@@ -130,6 +167,8 @@ class ChatClient:
             try:
                 async for event in self._stream_once(payload):
                     delivered = True
+                    if isinstance(event, StreamFinished) and earlier_usage is not None:
+                        event = StreamFinished(_with_usage(event.completion, earlier_usage))
                     yield event
                 return
             except ProviderError as error:
@@ -206,13 +245,18 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {settings.api_key}"
         return headers
 
+    async def _endpoint_url(self) -> str:
+        if self.launcher is None:
+            return self._url
+        self._base_url = await self.launcher.ensure_started()
+        return self._base_url.rstrip("/") + "/chat/completions"
+
     async def _stream_once(self, payload: bytes) -> AsyncIterator[StreamEvent]:
         headers = self._headers(streaming=True)
+        url = await self._endpoint_url()
         started = False
         try:
-            async with self._http.stream(
-                "POST", self._url, content=payload, headers=headers
-            ) as response:
+            async with self._http.stream("POST", url, content=payload, headers=headers) as response:
                 if response.status_code != 200:
                     await response.aread()
                     raise error_for_status(response, self.settings)
@@ -282,8 +326,9 @@ class ChatClient:
 
     async def _request_once(self, payload: bytes) -> Completion:
         headers = self._headers(streaming=False)
+        url = await self._endpoint_url()
         try:
-            response = await self._http.post(self._url, content=payload, headers=headers)
+            response = await self._http.post(url, content=payload, headers=headers)
         except httpx.TimeoutException as error:
             raise self._timeout_error(error, False) from None
         except httpx.TransportError as error:
@@ -300,7 +345,7 @@ class ChatClient:
     def _timeout_error(self, error: httpx.TimeoutException, started: bool) -> ProviderError:
         if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout) or not started:
             return ProviderConnectionError(
-                f"Timed out connecting to {self.settings.label} at {self.settings.base_url}."
+                f"Timed out connecting to {self.settings.label} at {self._base_url}."
             )
         return IdleTimeoutError(f"{self.settings.label} stopped sending data (read timed out).")
 
@@ -311,7 +356,7 @@ class ChatClient:
                 f"The connection to {self.settings.label} broke mid-response: {reason}."
             )
         return ProviderConnectionError(
-            f"Could not reach {self.settings.label} at {self.settings.base_url}: {reason}. "
+            f"Could not reach {self.settings.label} at {self._base_url}: {reason}. "
             "Check the network and base_url."
         )
 
@@ -326,6 +371,12 @@ def _json(data: str | bytes) -> Any:
     except (json.JSONDecodeError, UnicodeDecodeError):
         preview = data[:120] if isinstance(data, str) else data[:120].decode("utf-8", "replace")
         raise ProtocolError(f"The provider sent malformed JSON: {preview!r}") from None
+
+
+def _with_usage(completion: Completion, earlier: Usage) -> Completion:
+    """The completion, also charged for an earlier request made on its behalf."""
+    usage = earlier if completion.usage is None else completion.usage + earlier
+    return dataclasses.replace(completion, usage=usage)
 
 
 def _missing_key_message(settings: ProviderSettings) -> str:

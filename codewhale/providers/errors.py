@@ -93,3 +93,7 @@ class EmptyResponseError(ProviderError):
 
 class ProtocolError(ProviderError):
     """The provider sent something that is not valid chat-completions data."""
+
+
+class LocalServerError(ProviderError):
+    """The offline model server could not be started."""

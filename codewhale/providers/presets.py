@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codewhale.providers.local_model import MODEL_ALIAS
+
 
 @dataclass(frozen=True)
 class ProviderPreset:
@@ -22,6 +24,8 @@ class ProviderPreset:
     needs_key: bool = True
     # Ids the official endpoint accepts; empty means "pass any id through".
     accepted_models: tuple[str, ...] = ()
+    # False where streaming breaks when tools are offered: such turns go non-streamed.
+    stream_tools: bool = True
 
 
 PRESETS: dict[str, ProviderPreset] = {
@@ -100,6 +104,19 @@ PRESETS: dict[str, ProviderPreset] = {
             default_model="default",
             fast_model="default",
             needs_key=False,
+        ),
+        ProviderPreset(
+            name="local",
+            label="offline SmolLM2-135M",
+            # Assigned when CodeWhale starts the server on a free loopback port.
+            base_url="",
+            key_env=None,
+            default_model=MODEL_ALIAS,
+            fast_model=MODEL_ALIAS,
+            needs_key=False,
+            # llama-cpp-python answers a streamed request that ends in a tool call with
+            # HTTP 200 and an empty body.
+            stream_tools=False,
         ),
         ProviderPreset(
             name="custom",

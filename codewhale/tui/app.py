@@ -17,6 +17,8 @@ from codewhale import __version__
 from codewhale.config import LoadedConfig
 from codewhale.engine import events
 from codewhale.engine.session import Session, SessionSetupError, open_session
+from codewhale.providers.local_model import LIMITS as LOCAL_LIMITS
+from codewhale.providers.presets import preset_for
 from codewhale.providers.types import Usage
 from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.command_handlers import build_registry
@@ -122,12 +124,8 @@ class CodeWhaleApp(App[None]):
             await self.transcript.notice(warning, "warning")
         await self.replay_history(self.session.engine.messages)
         settings = self.session.loaded.provider_settings()
-        if not settings.api_key and settings.provider not in (
-            "ollama",
-            "vllm",
-            "sglang",
-            "llamacpp",
-            "custom",
+        if self.session.loaded.offline_fallback or (
+            not settings.api_key and preset_for(settings.provider).needs_key
         ):
             from codewhale.tui.onboarding import OnboardingScreen
 
@@ -191,6 +189,7 @@ class CodeWhaleApp(App[None]):
             model=self.engine.model or settings.model,
             usage=self.engine.usage,
             running=self.turn_running,
+            limits=LOCAL_LIMITS if settings.provider == "local" else None,
         )
 
     # -- composer --------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from textual.widgets import Button, Input, Static
 
 from codewhale.atomic import atomic_write_text
 from codewhale.config import LoadedConfig
-from codewhale.providers.presets import preset_for
+from codewhale.providers.local_model import missing_local_runtime
+from codewhale.providers.presets import DEFAULT_PROVIDER, preset_for
 
 # Local servers we can point at without a key, and the program that reveals each one.
 LOCAL_SERVERS = {"ollama": "ollama", "llamacpp": "llama-server", "vllm": "vllm"}
@@ -38,24 +39,39 @@ class OnboardingScreen(ModalScreen[bool]):
         self.loaded = loaded
 
     def compose(self) -> ComposeResult:
+        offline = self.loaded.offline_fallback
         settings = self.loaded.provider_settings()
-        key_env = preset_for(settings.provider).key_env or "CODEWHALE_API_KEY"
+        hosted = preset_for(DEFAULT_PROVIDER if offline else settings.provider)
+        key_env = hosted.key_env or "CODEWHALE_API_KEY"
         with Vertical(id="onboarding"):
-            yield Static(f"{settings.label} needs an API key", classes="title", markup=False)
+            if offline:
+                yield Static("No API key: using the offline model", classes="title", markup=False)
+                yield Static(
+                    "SmolLM2-135M runs on this machine with no network and no key. It can "
+                    "chat, but it is weak at tools and code. For real work, add a provider:",
+                    markup=False,
+                )
+            else:
+                yield Static(f"{settings.label} needs an API key", classes="title", markup=False)
             yield Static(
-                f"Paste a key below to save it in {self.loaded.user_file} (readable only by "
-                f"you), or quit and export {key_env}. To use another endpoint, set provider "
-                "and base_url in that file (local servers such as ollama or llamacpp need no "
-                "key) — see config.example.toml.",
+                f"Paste a {hosted.label} key below to save it in {self.loaded.user_file} "
+                f"(readable only by you), or quit and export {key_env}. To use another "
+                "endpoint, set provider and base_url in that file (local servers such as "
+                "ollama or llamacpp need no key) — see config.example.toml.",
                 markup=False,
             )
+            if not offline and (missing := missing_local_runtime()):
+                yield Static(f"No key at all? {missing}", markup=False)
             yield Input(placeholder="sk-…", password=True, id="key")
             yield Button("Save key", id="save", variant="primary")
             for name in installed_local_providers():
                 yield Button(
                     f"Use the local {preset_for(name).label} server instead", id=f"local-{name}"
                 )
-            yield Button("Continue without a key", id="skip")
+            yield Button(
+                "Continue with the offline model" if offline else "Continue without a key",
+                id="skip",
+            )
 
     async def on_button_pressed(self, event: Button.Pressed) -> None:
         button = event.button.id or ""

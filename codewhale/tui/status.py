@@ -21,11 +21,22 @@ class StatusLine(Static):
     def __init__(self) -> None:
         super().__init__("CodeWhale", id="status", markup=False)
 
-    def show(self, *, workspace: Path, mode: Mode, model: str, usage: Usage, running: bool) -> None:
+    def show(
+        self,
+        *,
+        workspace: Path,
+        mode: Mode,
+        model: str,
+        usage: Usage,
+        running: bool,
+        limits: str | None = None,
+    ) -> None:
         line = Text()
         line.append(f" {mode.value.upper()} ", style=f"reverse {MODE_STYLES[mode]}")
         line.append(f"  {workspace.name}", style="bold")
         line.append(f"  {model}")
+        if limits:
+            line.append(f" ({limits})", style="bold yellow")
         line.append(
             f"  ↑{_tokens(usage.input_tokens)} ↓{_tokens(usage.output_tokens)}", style="dim"
         )
