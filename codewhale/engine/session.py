@@ -85,8 +85,8 @@ def open_session(
     warnings = list(loaded.warnings)
     if loaded.offline_fallback:
         warnings.append(
-            f"no API key configured: using the {LIMITS}. Set DEEPSEEK_API_KEY (or another "
-            "provider in the user config) for real work."
+            f"no API key configured, so the bundled model answers ({LIMITS}). "
+            "Set DEEPSEEK_API_KEY, or another provider in the user config, for real work."
         )
     messages: list[dict[str, Any]] = []
     try:

@@ -193,7 +193,7 @@ def test_codewhale_exec_answers_on_the_offline_model_with_no_key(tmp_path):
         timeout=600,
     )
     assert result.returncode == 0, result.stderr
-    assert "offline 135M model" in result.stderr
+    assert "bundled model answers (offline 135M model" in result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     done = [line for line in lines if line["type"] == "turn_complete"]
     assert done and done[-1]["status"] == "completed" and done[-1]["usage"]["input"] > 0

@@ -184,3 +184,40 @@ async def test_concurrent_streams_share_one_client(llm, client):
         *(client.complete([{"role": "user", "content": p}]) for p in prompts)
     )
     assert [r.content for r in results] == [p.upper() for p in prompts]
+
+
+TOOL = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
+
+
+def offline_client(llm) -> ChatClient:
+    """A client with the `local` preset's habits, aimed at the scripted server."""
+    settings = loopback_settings(llm.base_url, provider="local", api_key=None)
+    return ChatClient(settings, retry_base_delay_secs=0.01)
+
+
+async def test_a_server_that_cannot_stream_tools_gets_them_unstreamed(llm):
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("read_file", {"path": "a"})]), Reply(text="hi"))
+    async with offline_client(llm) as client:
+        events = [event async for event in client.stream(HELLO, tools=[TOOL])]
+        plain = await client.complete(HELLO)
+    assert [type(event) for event in events] == [StreamFinished]
+    assert events[0].completion.tool_calls[0].name == "read_file"
+    first, second = (request.json for request in llm.requests)
+    assert first["stream"] is False and first["tool_choice"] == "auto"
+    assert "stream_options" not in first
+    assert second["stream"] is True and "tools" not in second and plain.content == "hi"
+
+
+async def test_an_empty_unstreamed_answer_is_asked_again_without_tools(llm):
+    llm.enqueue(
+        Reply(text="", usage={"prompt_tokens": 900, "completion_tokens": 2}),
+        Reply(text=["Hel", "lo"], usage={"prompt_tokens": 100, "completion_tokens": 5}),
+    )
+    async with offline_client(llm) as client:
+        events = [event async for event in client.stream(HELLO, tools=[TOOL])]
+    assert [event.text for event in events if isinstance(event, TextDelta)] == ["Hel", "lo"]
+    completion = events[-1].completion
+    assert completion.content == "Hello"
+    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (1000, 7)
+    retry = llm.requests[1].json
+    assert retry["stream"] is True and "tools" not in retry and "tool_choice" not in retry

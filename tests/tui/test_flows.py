@@ -215,6 +215,22 @@ def test_snapshot_onboarding(snap_compare, llm, monkeypatch):
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
 
 
+def test_snapshot_offline_onboarding(snap_compare, monkeypatch):
+    """No key and nothing configured: the bundled model runs, and the dialog says so."""
+    FIXED.mkdir(exist_ok=True)
+    home = FIXED / "home"
+    (home / "config" / "config.toml").unlink(missing_ok=True)
+    monkeypatch.setenv("CODEWHALE_HOME", str(home))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    app = CodeWhaleApp(load_config(workspace=FIXED), FIXED)
+    assert app.loaded.offline_fallback, "needs the local extra (`make local`)"
+
+    async def run_before(pilot):
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "OnboardingScreen")
+
+    assert snap_compare(app, terminal_size=(110, 28), run_before=run_before)
+
+
 def test_snapshot_finished_turn_with_tool_cells(snap_compare, llm, fixed_app):
     llm.enqueue(
         Reply(

@@ -370,3 +370,27 @@ def test_codewhale_home_relocates_every_user_dir(tmp_path):
         tmp_path / "cache",
     )
     assert user_config_file(dirs) == tmp_path / "config" / "config.toml"
+
+
+# The offline fallback needs the `local` extra, which `make test` installs.
+@pytest.mark.parametrize(
+    ("user", "env", "provider"),
+    [
+        ("", {}, "local"),
+        ("offline_fallback = false\n", {}, "deepseek"),
+        ("", {"DEEPSEEK_API_KEY": "sk-abcdefghijklmnop"}, "deepseek"),
+        ('model = "deepseek-v4-flash"\n', {}, "deepseek"),
+        ("", {"CODEWHALE_BASE_URL": "http://127.0.0.1:9/v1"}, "deepseek"),
+        ('provider = "ollama"\n', {}, "ollama"),
+    ],
+)
+def test_with_nothing_chosen_and_no_key_the_offline_model_stands_in(
+    home, workspace, user, env, provider
+):
+    write_user(home, user)
+    loaded = load_config(workspace=workspace, env=home | env)
+    assert loaded.config.provider == provider
+    assert loaded.offline_fallback == (provider == "local")
+    if loaded.offline_fallback:
+        assert loaded.sources["provider"] == "default (no API key: offline model)"
+        assert loaded.provider_settings().model == "smollm2-135m"
