@@ -87,7 +87,9 @@ class ChatClient:
         self._url = settings.base_url.rstrip("/") + "/chat/completions"
         # What error messages name: a launcher's URL is known once it has started.
         self._base_url = settings.base_url
-        self._stream_tools = preset_for(settings.provider).stream_tools
+        preset = preset_for(settings.provider)
+        self._stream_tools = preset.stream_tools
+        self._needs_text_content = preset.needs_text_content
         idle = settings.stream_idle_timeout_secs
         self._http = httpx.AsyncClient(
             verify=_shared_ssl_context(),
@@ -128,6 +130,8 @@ class ChatClient:
         **params: Any,
     ) -> dict[str, Any]:
         """The request body; `params` (max_tokens, temperature, tool_choice...) pass through."""
+        if self._needs_text_content:
+            messages = [_with_text_content(message) for message in messages]
         body: dict[str, Any] = {"model": model or self.settings.model, "messages": list(messages)}
         if tools:
             body["tools"] = list(tools)
@@ -371,6 +375,10 @@ def _json(data: str | bytes) -> Any:
     except (json.JSONDecodeError, UnicodeDecodeError):
         preview = data[:120] if isinstance(data, str) else data[:120].decode("utf-8", "replace")
         raise ProtocolError(f"The provider sent malformed JSON: {preview!r}") from None
+
+
+def _with_text_content(message: Message) -> Message:
+    return {**message, "content": ""} if message.get("content") is None else message
 
 
 def _with_usage(completion: Completion, earlier: Usage) -> Completion:

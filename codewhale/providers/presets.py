@@ -26,6 +26,8 @@ class ProviderPreset:
     accepted_models: tuple[str, ...] = ()
     # False where streaming breaks when tools are offered: such turns go non-streamed.
     stream_tools: bool = True
+    # True where `content: null` (an assistant message that only calls tools) is rejected.
+    needs_text_content: bool = False
 
 
 PRESETS: dict[str, ProviderPreset] = {
@@ -117,6 +119,8 @@ PRESETS: dict[str, ProviderPreset] = {
             # llama-cpp-python answers a streamed request that ends in a tool call with
             # HTTP 200 and an empty body.
             stream_tools=False,
+            # Its request schema types content as a string: null is a 500, not a 400.
+            needs_text_content=True,
         ),
         ProviderPreset(
             name="custom",

@@ -6,6 +6,7 @@ import shutil
 import tomllib
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
@@ -34,6 +35,10 @@ def save_user_settings(loaded: LoadedConfig, **values: str) -> None:
 
 
 class OnboardingScreen(ModalScreen[bool]):
+    # The app's AUTO_FOCUS names the composer, which this screen does not have.
+    AUTO_FOCUS = "#key"
+    BINDINGS = [Binding("escape", "skip", "Continue")]  # noqa: RUF012 - Textual's convention
+
     def __init__(self, loaded: LoadedConfig) -> None:
         super().__init__()
         self.loaded = loaded
@@ -84,6 +89,9 @@ class OnboardingScreen(ModalScreen[bool]):
             self.dismiss(True)
         else:
             self.dismiss(False)
+
+    def action_skip(self) -> None:
+        self.dismiss(False)
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         await self._save(event.value)

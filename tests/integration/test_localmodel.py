@@ -104,6 +104,30 @@ async def test_streaming_with_tools_is_an_empty_body_that_the_client_never_passe
     assert answered.usage.input_tokens > plain.usage.input_tokens
 
 
+async def test_a_tool_round_trip_is_accepted(client):
+    """The model's own tool call (content null) and its result go back to the server."""
+    ask = [{"role": "user", "content": "Read the file README.md"}]
+    _, called = await collect(client.stream(ask, tools=[READ_TOOL], temperature=0))
+    call = called.tool_calls[0]
+    history = [
+        *ask,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call.id, "content": "# Demo\nA small project."},
+    ]
+    _, after = await collect(client.stream(history, tools=[READ_TOOL], temperature=0))
+    assert after.content.strip() or after.tool_calls
+
+
 async def test_a_server_killed_mid_stream_fails_clearly_and_the_next_request_restarts_it(
     tmp_path,
 ):

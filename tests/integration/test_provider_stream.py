@@ -221,3 +221,16 @@ async def test_an_empty_unstreamed_answer_is_asked_again_without_tools(llm):
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (1000, 7)
     retry = llm.requests[1].json
     assert retry["stream"] is True and "tools" not in retry and "tool_choice" not in retry
+
+
+async def test_a_server_that_needs_text_content_never_gets_null(llm):
+    llm.enqueue(Reply(text="ok"))
+    history = [
+        *HELLO,
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    ]
+    async with offline_client(llm) as client:
+        await client.complete(history)
+    sent = llm.requests[0].json["messages"]
+    assert sent[1]["content"] == "" and history[1]["content"] is None

@@ -384,6 +384,21 @@ async def test_typing_a_slash_or_at_shows_completions(make_app, workspace):
         await app.action_quit()
 
 
+async def test_offline_onboarding_takes_a_key_without_a_click_and_esc_continues(workspace):
+    """Nothing configured: the dialog is over the offline model, ready for a paste."""
+    app = CodeWhaleApp(load_config(workspace=workspace), workspace)
+    assert app.loaded.offline_fallback, "needs the local extra (`make local`)"
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, OnboardingScreen))
+        await pilot.press("s", "k")
+        assert app.screen.query_one("#key").value == "sk"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, OnboardingScreen))
+        assert app.session.loaded.config.provider == "local"
+        assert app.focused is app.composer
+        await app.action_quit()
+
+
 async def test_onboarding_offers_an_installed_local_server(
     llm, monkeypatch, workspace, isolated_home, tmp_path
 ):

@@ -211,6 +211,7 @@ def test_snapshot_onboarding(snap_compare, llm, monkeypatch):
 
     async def run_before(pilot):
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "OnboardingScreen")
+        await steady_key_field(app, pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
 
@@ -227,6 +228,7 @@ def test_snapshot_offline_onboarding(snap_compare, monkeypatch):
 
     async def run_before(pilot):
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "OnboardingScreen")
+        await steady_key_field(app, pilot)
 
     assert snap_compare(app, terminal_size=(110, 28), run_before=run_before)
 
@@ -270,6 +272,11 @@ def test_snapshot_approval_modal(snap_compare, llm, fixed_app):
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
+
+
+async def steady_key_field(app, pilot) -> None:
+    app.screen.query_one("#key").cursor_blink = False
+    await pilot.pause(0.2)
 
 
 async def settle(app, pilot) -> None:
