@@ -87,6 +87,7 @@ class LoadedConfig:
             stream_idle_timeout_secs=network.stream_idle_timeout_secs,
             max_retries=network.max_retries,
             retry_deadline_secs=network.retry_deadline_secs,
+            offer_tools=config.offline_tools if preset.name == "local" else True,
         )
 
 

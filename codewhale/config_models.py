@@ -165,6 +165,8 @@ class Config(Section):
     allow_insecure_http: bool = False
     # With no provider and no API key configured, use the bundled offline model.
     offline_fallback: bool = True
+    # Offer tools to the offline model. Off: a 135M model calls tools for everything.
+    offline_tools: bool = False
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)

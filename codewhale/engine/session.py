@@ -18,7 +18,7 @@ from codewhale.paths import WorkspacePaths, memory_file, user_agents_dir, user_d
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
-from codewhale.providers.local_model import LIMITS, bundled_model_file, missing_local_runtime
+from codewhale.providers.local_model import bundled_model_file, limits, missing_local_runtime
 from codewhale.providers.local_server import LocalServer
 from codewhale.providers.settings import ProviderSettings
 from codewhale.rlm.sessions import RlmManager
@@ -84,8 +84,9 @@ def open_session(
     store = SessionStore(dirs.data_dir)
     warnings = list(loaded.warnings)
     if loaded.offline_fallback:
+        what = limits(settings.offer_tools)
         warnings.append(
-            f"no API key configured, so the bundled model answers ({LIMITS}). "
+            f"no API key configured, so the bundled model answers ({what}). "
             "Set DEEPSEEK_API_KEY, or another provider in the user config, for real work."
         )
     messages: list[dict[str, Any]] = []

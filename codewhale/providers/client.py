@@ -150,6 +150,7 @@ class ChatClient:
         **params: Any,
     ) -> AsyncIterator[StreamEvent]:
         """Stream one response: deltas as they arrive, then exactly one StreamFinished."""
+        tools = tools if self.settings.offer_tools else None
         earlier_usage = None
         if tools and not self._stream_tools:
             # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
@@ -206,6 +207,7 @@ class ChatClient:
         **params: Any,
     ) -> Completion:
         """One non-streamed request (for servers whose streaming breaks with tools)."""
+        tools = tools if self.settings.offer_tools else None
         body = self.build_body(messages, tools=tools, model=model, stream=False, **params)
         payload = encode_body(body)
         budget = self._budget()

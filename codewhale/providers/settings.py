@@ -26,3 +26,5 @@ class ProviderSettings:
     stream_idle_timeout_secs: float = 90.0
     max_retries: int = 4
     retry_deadline_secs: float = 120.0
+    # False for endpoints whose model should see no tools (the offline 135M model).
+    offer_tools: bool = True

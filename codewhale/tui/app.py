@@ -17,7 +17,7 @@ from codewhale import __version__
 from codewhale.config import LoadedConfig
 from codewhale.engine import events
 from codewhale.engine.session import Session, SessionSetupError, open_session
-from codewhale.providers.local_model import LIMITS as LOCAL_LIMITS
+from codewhale.providers.local_model import limits
 from codewhale.providers.presets import preset_for
 from codewhale.providers.types import Usage
 from codewhale.tui.approval import ApprovalScreen
@@ -189,7 +189,7 @@ class CodeWhaleApp(App[None]):
             model=self.engine.model or settings.model,
             usage=self.engine.usage,
             running=self.turn_running,
-            limits=LOCAL_LIMITS if settings.provider == "local" else None,
+            limits=limits(settings.offer_tools) if settings.provider == "local" else None,
         )
 
     # -- composer --------------------------------------------------------------------------

@@ -53,7 +53,8 @@ class OnboardingScreen(ModalScreen[bool]):
                 yield Static("No API key: using the offline model", classes="title", markup=False)
                 yield Static(
                     "SmolLM2-135M runs on this machine with no network and no key. It can "
-                    "chat, but it is weak at tools and code. For real work, add a provider:",
+                    "chat, but it cannot read, edit or run anything and is no help with real "
+                    "code. For real work, add a provider:",
                     markup=False,
                 )
             else:

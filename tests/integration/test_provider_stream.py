@@ -234,3 +234,15 @@ async def test_a_server_that_needs_text_content_never_gets_null(llm):
         await client.complete(history)
     sent = llm.requests[0].json["messages"]
     assert sent[1]["content"] == "" and history[1]["content"] is None
+
+
+async def test_a_provider_without_tools_never_sends_them(llm):
+    llm.enqueue(Reply(text="streamed"), Reply(text="whole"))
+    settings = loopback_settings(llm.base_url, provider="local", api_key=None, offer_tools=False)
+    async with ChatClient(settings) as client:
+        streamed = await client.complete(HELLO, tools=[TOOL])
+        whole = await client.request(HELLO, tools=[TOOL])
+    assert (streamed.content, whole.content) == ("streamed", "whole")
+    first, second = (request.json for request in llm.requests)
+    assert first["stream"] is True and "tools" not in first and "tool_choice" not in first
+    assert second["stream"] is False and "tools" not in second

@@ -394,3 +394,12 @@ def test_with_nothing_chosen_and_no_key_the_offline_model_stands_in(
     if loaded.offline_fallback:
         assert loaded.sources["provider"] == "default (no API key: offline model)"
         assert loaded.provider_settings().model == "smollm2-135m"
+        assert loaded.provider_settings().offer_tools is False
+    else:
+        assert loaded.provider_settings().offer_tools is True
+
+
+def test_the_offline_model_gets_tools_only_when_asked(home, workspace):
+    write_user(home, 'provider = "local"\noffline_tools = true\n')
+    loaded = load_config(workspace=workspace, env=home)
+    assert not loaded.offline_fallback and loaded.provider_settings().offer_tools
