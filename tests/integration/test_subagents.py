@@ -33,7 +33,7 @@ def for_task(word: str):
 
 
 @pytest.fixture
-def make_session(llm, tmp_path, monkeypatch, isolated_home):
+async def make_session(llm, tmp_path, monkeypatch, isolated_home):
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
     monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
     workspace = tmp_path / "repo"
@@ -57,6 +57,7 @@ def make_session(llm, tmp_path, monkeypatch, isolated_home):
 
     yield make
     for session in sessions:
+        await session.manager.flush()  # a coalesced write may still be waiting
         session.writer.close()
 
 
