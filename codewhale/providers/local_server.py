@@ -124,7 +124,7 @@ class LocalServer:
     async def _start(self) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("wb") as log:
-            self._process = await asyncio.create_subprocess_exec(
+            process = await asyncio.create_subprocess_exec(
                 *self.command(),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
@@ -134,28 +134,36 @@ class LocalServer:
                 # we stop it ourselves, and it exits by itself if we die.
                 start_new_session=True,
             )
-        process = self._process
+        try:
+            port = await self._read_port(process)
+        except BaseException:
+            # Timed out, failed or cancelled (the user gave up on the turn): never leave
+            # a half-started server behind. kill() needs no await, so it survives a cancel.
+            if process.returncode is None:
+                process.kill()
+            raise
+        self._process = process
+        self._base_url = f"http://127.0.0.1:{port}/v1"
+        self.starts += 1
+
+    async def _read_port(self, process: asyncio.subprocess.Process) -> int:
         assert process.stdout is not None
         try:
             async with asyncio.timeout(self.startup_timeout_secs):
                 line = await process.stdout.readline()
         except TimeoutError:
-            await self.stop()
             raise LocalServerError(
                 f"The offline model server did not start within {self.startup_timeout_secs:g} s "
                 f"(log: {self.log_file})."
             ) from None
         try:
-            port = int(json.loads(line)["port"])
+            return int(json.loads(line)["port"])
         except (ValueError, KeyError, TypeError):
             code = await process.wait() if not line else None
-            await self.stop()
             status = f"exit code {code}" if code is not None else f"it printed {line[:80]!r}"
             raise LocalServerError(
                 f"The offline model server failed to start ({status}). {self._log_tail()}"
             ) from None
-        self._base_url = f"http://127.0.0.1:{port}/v1"
-        self.starts += 1
 
     def _log_tail(self) -> str:
         try:

@@ -6,6 +6,7 @@ or restart a server start their own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ import pytest
 
 from codewhale.engine.session import open_session
 from codewhale.providers.client import ChatClient
-from codewhale.providers.errors import StreamInterruptedError
+from codewhale.providers.errors import LocalServerError, StreamInterruptedError
 from codewhale.providers.types import StreamFinished, TextDelta
 from tests.support.local_model import local_settings, make_server, running_server
 
@@ -255,3 +256,50 @@ async def test_a_sub_agent_completes_on_the_offline_model(tmp_path):
     finally:
         await session.close()
     assert not session.local_server.running
+
+
+async def test_a_broken_model_file_is_a_clear_error(tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    server = make_server(tmp_path)
+    server.model = broken
+    with pytest.raises(LocalServerError) as caught:
+        await server.ensure_started()
+    assert "failed to start (exit code 1)" in caught.value.message
+    assert str(server.log_file) in caught.value.message and not server.running
+
+
+async def test_giving_up_while_the_model_loads_leaves_no_server_behind(tmp_path):
+    server = make_server(tmp_path)
+    server.alias = f"giving-up-{tmp_path.name}"  # tells this test's server from others
+    starting = asyncio.ensure_future(server.ensure_started())
+    deadline = time.monotonic() + 10
+    while not _children_running(server.alias) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    [child] = _children_running(server.alias)
+    assert not starting.done()  # the model is still loading
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not _alive(child) and not server.running
+    try:
+        assert (await server.ensure_started()).startswith("http://127.0.0.1:")
+        assert server.starts == 1
+    finally:
+        await server.stop()
+
+
+def _children_running(alias: str) -> list[int]:
+    """Live model servers serving the model under `alias`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"codewhale.providers.local_runner" in cmdline and alias.encode() in cmdline:
+            found.append(int(proc.name))
+    return [pid for pid in found if _alive(pid)]
