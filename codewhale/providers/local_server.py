@@ -25,7 +25,7 @@ STARTUP_TIMEOUT_SECS = 120.0
 STOP_GRACE_SECS = 2.0
 LOG_TAIL_CHARS = 1500
 # The server needs no credentials: give it a bare environment, never the API keys.
-CHILD_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
+CHILD_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "PYTHONPATH")
 
 
 def child_env() -> dict[str, str]:
