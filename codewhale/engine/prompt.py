@@ -22,8 +22,8 @@ _MODE_TEXT = {
 }
 
 
-def base_instructions() -> str:
-    return resources.files("codewhale.data").joinpath("prompts/system.md").read_text("utf-8")
+def base_instructions(name: str = "system") -> str:
+    return resources.files("codewhale.data").joinpath(f"prompts/{name}.md").read_text("utf-8")
 
 
 def agents_md_files(workspace: Path) -> list[Path]:
@@ -56,8 +56,19 @@ def git_branch(workspace: Path) -> str | None:
 
 
 def build_system_prompt(
-    workspace: Path, mode: Mode, *, memory_file: Path | None = None, today: str | None = None
+    workspace: Path,
+    mode: Mode,
+    *,
+    memory_file: Path | None = None,
+    today: str | None = None,
+    tools: bool = True,
 ) -> str:
+    if not tools:
+        # A model offered no tools (the offline one) gets a short prompt that says so:
+        # instructions about tools would only invite it to pretend, and its context
+        # (8k tokens) is too small for project instructions.
+        date = today or datetime.now(UTC).strftime("%Y-%m-%d")
+        return f"{base_instructions('offline_chat').strip()}\n\nToday is {date}.\n"
     sections = [base_instructions().strip()]
     for path in agents_md_files(workspace):
         text = path.read_text(encoding="utf-8", errors="replace")[:MAX_AGENTS_MD_CHARS]

@@ -113,7 +113,7 @@ def open_session(
     system_prompt = (
         messages[0]["content"]
         if messages and messages[0].get("role") == "system"
-        else build_system_prompt(workspace, mode, memory_file=memory)
+        else build_system_prompt(workspace, mode, memory_file=memory, tools=settings.offer_tools)
     )
     definitions = load_definitions(
         WorkspacePaths(workspace).agents_dir,

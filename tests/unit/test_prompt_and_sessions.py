@@ -29,6 +29,14 @@ def test_prompt_includes_agents_md_from_repo_root_down_memory_and_mode(tmp_path)
     assert "Date: 2026-11-22" in prompt
 
 
+def test_a_model_without_tools_is_told_so_and_gets_no_tool_instructions(tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Use tabs.")
+    prompt = build_system_prompt(tmp_path, Mode.AGENT, today="2026-11-22", tools=False)
+    assert "no network and no tools" in prompt and "Today is 2026-11-22." in prompt
+    assert "Use tabs." not in prompt and "Agent mode" not in prompt and "edit_file" not in prompt
+    assert len(prompt) < 800
+
+
 def test_sessions_list_shows_this_workspace_newest_first(tmp_path, isolated_home):
     store = SessionStore(isolated_home / "data")
     workspace = tmp_path / "ws"
