@@ -135,6 +135,14 @@ class Engine:
         self._task.cancel()
         return True
 
+    async def stop(self) -> None:
+        """Cancel the running turn and wait until it has recorded how it ended."""
+        task = self._task
+        if task is None or task is asyncio.current_task():
+            return
+        task.cancel()
+        await asyncio.wait({task})
+
     async def run_turn(self, prompt: str) -> TurnResult:
         """One user turn, then any queued ones; returns the last turn's result."""
         result = await self._run_single(prompt)

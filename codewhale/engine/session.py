@@ -48,6 +48,9 @@ class Session:
     local_server: LocalServer | None = None
 
     async def close(self) -> None:
+        # A turn still running (quitting mid-answer) ends "interrupted" and is recorded
+        # before the session file closes under it.
+        await self.engine.stop()
         await self.manager.shutdown()
         await self.rlm.close_all()
         self.writer.close()

@@ -155,7 +155,10 @@ class CodeWhaleApp(App[None]):
 
     def on_text_area_changed(self, event) -> None:
         """Typing `/…` or `@…` shows what Tab would complete to."""
-        text = self.composer.text
+        hints = self.query("#hint")
+        if not hints:  # quitting: a last keystroke can arrive after the widgets are gone
+            return
+        text = event.text_area.text
         word = text.rsplit(" ", 1)[-1] if text else ""
         hint = ""
         if text.startswith("/") and " " not in text:
@@ -165,7 +168,7 @@ class CodeWhaleApp(App[None]):
             )
         elif word.startswith("@") and len(word) > 1:
             hint = "  ".join(self._path_matches(word[1:], 6))
-        self.query_one("#hint", Static).update(hint)
+        hints.first(Static).update(hint)
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW_COLUMNS, "narrow")

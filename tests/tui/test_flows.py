@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -55,6 +56,19 @@ async def test_tab_queues_a_draft_for_after_the_turn(llm, make_app, workspace):
         await wait_for(pilot, lambda: not app.turn_running and len(llm.requests) == 3)
         assert llm.requests[2].json["messages"][-1] == {"role": "user", "content": "later"}
         await app.action_quit()
+
+
+async def test_quitting_mid_answer_records_the_turn_as_interrupted(llm, make_app, workspace):
+    llm.enqueue(Reply(text=["partial ", "answer ", "never finished"], chunk_delay=1.0))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "slow one")
+        await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
+        path = app.session.info.path
+        await app.action_quit()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    ends = [r["event"] for r in records if r.get("event", {}).get("type") == "turn_complete"]
+    assert [end["status"] for end in ends] == ["interrupted"]
 
 
 async def test_esc_cancels_the_turn_and_children_survive(llm, make_app, workspace):
