@@ -133,7 +133,9 @@ async def test_a_server_killed_mid_stream_fails_clearly_and_the_next_request_res
     tmp_path,
 ):
     server = make_server(tmp_path)
-    client = ChatClient(local_settings(), launcher=server)
+    # Retries as configured by default: a process that was just SIGKILLed can take a few
+    # ms to die, and a request in that window is a connection error worth retrying.
+    client = ChatClient(local_settings(max_retries=3), launcher=server, retry_base_delay_secs=0.2)
     story = [{"role": "user", "content": "Tell a long story about a lighthouse keeper."}]
     try:
         seen = 0
