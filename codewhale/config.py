@@ -84,7 +84,9 @@ class LoadedConfig:
             headers=dict(config.headers),
             allow_insecure_http=config.allow_insecure_http,
             connect_timeout_secs=network.connect_timeout_secs,
-            stream_idle_timeout_secs=network.stream_idle_timeout_secs,
+            stream_idle_timeout_secs=max(
+                network.stream_idle_timeout_secs, preset.min_idle_timeout_secs
+            ),
             max_retries=network.max_retries,
             retry_deadline_secs=network.retry_deadline_secs,
             offer_tools=config.offline_tools if preset.name == "local" else True,

@@ -28,6 +28,8 @@ class ProviderPreset:
     stream_tools: bool = True
     # True where `content: null` (an assistant message that only calls tools) is rejected.
     needs_text_content: bool = False
+    # A floor under [network] stream_idle_timeout_secs, for servers that queue requests.
+    min_idle_timeout_secs: float = 0.0
 
 
 PRESETS: dict[str, ProviderPreset] = {
@@ -121,6 +123,9 @@ PRESETS: dict[str, ProviderPreset] = {
             stream_tools=False,
             # Its request schema types content as a string: null is a 500, not a 400.
             needs_text_content=True,
+            # It answers one request at a time; one queued behind sub-agents' turns gets
+            # no data (only keep-alive comments) until its turn comes.
+            min_idle_timeout_secs=600.0,
         ),
         ProviderPreset(
             name="custom",

@@ -73,6 +73,17 @@ async def test_streamed_text_and_usage_match_the_unstreamed_answer(client):
     assert streamed.usage.output_tokens == whole.usage.output_tokens > 3
 
 
+async def test_concurrent_requests_queue_instead_of_cutting_each_other_off(client):
+    """Sub-agents share the one server: a second request must not end the first."""
+    _, solo = await collect(client.stream(GREETING, temperature=0, max_tokens=40))
+    together = await asyncio.gather(
+        *(collect(client.stream(GREETING, temperature=0, max_tokens=40)) for _ in range(3))
+    )
+    for _, completion in together:
+        assert completion.content == solo.content
+        assert completion.usage.output_tokens == solo.usage.output_tokens
+
+
 async def test_max_tokens_and_stop_sequences_end_the_answer(client):
     count = [{"role": "user", "content": "Count from 1 to 30, separated by commas."}]
     _, capped = await collect(client.stream(count, temperature=0, max_tokens=6))

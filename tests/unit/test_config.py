@@ -395,6 +395,7 @@ def test_with_nothing_chosen_and_no_key_the_offline_model_stands_in(
         assert loaded.sources["provider"] == "default (no API key: offline model)"
         assert loaded.provider_settings().model == "smollm2-135m"
         assert loaded.provider_settings().offer_tools is False
+        assert loaded.provider_settings().stream_idle_timeout_secs == 600
     else:
         assert loaded.provider_settings().offer_tools is True
 
