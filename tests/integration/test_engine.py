@@ -15,7 +15,7 @@ from tests.support.settings import TEST_KEY
 
 
 @pytest.fixture
-def make_session(llm, tmp_path, monkeypatch):
+async def make_session(llm, tmp_path, monkeypatch):
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
     monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
     workspace = tmp_path / "repo"
@@ -34,6 +34,7 @@ def make_session(llm, tmp_path, monkeypatch):
 
     yield make
     for session in opened:
+        await session.manager.flush()  # a coalesced write may still be waiting
         session.writer.close()
 
 
