@@ -353,7 +353,15 @@ class CodeWhaleApp(App[None]):
         self.push_screen(AgentScreen(message.agent_id))
 
     async def action_quit(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
+        await self._close_session()
         self.exit()
+
+    async def on_unmount(self) -> None:
+        # However the app ends, the session closes: a running turn is recorded as
+        # interrupted, children stop, and the offline model server exits.
+        await self._close_session()
+
+    async def _close_session(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await session.close()

@@ -33,5 +33,5 @@ async def test_a_fresh_install_with_no_key_answers_on_the_offline_model(workspac
             timeout=300,
         )
         server = app.session.local_server
-        await app.action_quit()
+        app.exit()  # not the quit action: closing the session must not depend on it
     assert not server.running
