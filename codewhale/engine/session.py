@@ -181,9 +181,10 @@ def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | 
     if settings.provider != "local":
         return None
     missing = missing_local_runtime()
+    if missing:
+        raise SessionSetupError(missing)
     model = bundled_model_file()
-    if missing or model is None:
-        raise SessionSetupError(missing or "the offline model file is missing")
+    assert model is not None  # missing_local_runtime() looked for it
     return LocalServer(model, alias=settings.model, log_file=state_dir / "local-model.log")
 
 

@@ -34,7 +34,7 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def _exited(pid: int) -> bool:
+def process_exited(pid: int) -> bool:
     """True once `pid` is dead, even before asyncio has reaped it (a zombie until then)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -82,7 +82,9 @@ class LocalServer:
     @property
     def running(self) -> bool:
         process = self._process
-        return process is not None and process.returncode is None and not _exited(process.pid)
+        return (
+            process is not None and process.returncode is None and not process_exited(process.pid)
+        )
 
     async def ensure_started(self) -> str:
         """The server's base URL, starting the server first if it is not running."""

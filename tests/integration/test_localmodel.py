@@ -21,6 +21,7 @@ import pytest
 from codewhale.engine.session import open_session
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import LocalServerError, StreamInterruptedError
+from codewhale.providers.local_server import process_exited
 from codewhale.providers.types import StreamFinished, TextDelta
 from tests.support.local_model import local_settings, make_server, running_server
 
@@ -198,19 +199,11 @@ def test_the_server_exits_when_codewhale_is_killed(tmp_path):
         parent.kill()
         parent.wait()
         deadline = time.monotonic() + 10
-        while _alive(server_pid) and time.monotonic() < deadline:
+        while not process_exited(server_pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(server_pid)
+        assert process_exited(server_pid)
     finally:
         parent.kill()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def test_codewhale_exec_answers_on_the_offline_model_with_no_key(tmp_path):
@@ -240,17 +233,20 @@ def test_codewhale_exec_answers_on_the_offline_model_with_no_key(tmp_path):
 
 def _servers_running_in(workspace: Path) -> list[int]:
     """Model servers whose working directory is `workspace` (they inherit exec's)."""
+    return _model_servers(lambda proc, _: (proc / "cwd").resolve() == workspace.resolve())
+
+
+def _model_servers(matches) -> list[int]:
+    """Live model servers for which `matches(proc_dir, cmdline)` holds."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             cmdline = (proc / "cmdline").read_bytes()
-            if b"codewhale.providers.local_runner" in cmdline and (
-                (proc / "cwd").resolve() == workspace.resolve()
-            ):
+            if b"codewhale.providers.local_runner" in cmdline and matches(proc, cmdline):
                 found.append(int(proc.name))
         except (OSError, ValueError):
             continue
-    return [pid for pid in found if _alive(pid)]
+    return [pid for pid in found if not process_exited(pid)]
 
 
 async def test_a_sub_agent_completes_on_the_offline_model(tmp_path):
@@ -295,9 +291,9 @@ async def test_giving_up_while_the_model_loads_leaves_no_server_behind(tmp_path)
     with pytest.raises(asyncio.CancelledError):
         await starting
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while not process_exited(child) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert not _alive(child) and not server.running
+    assert process_exited(child) and not server.running
     try:
         assert (await server.ensure_started()).startswith("http://127.0.0.1:")
         assert server.starts == 1
@@ -307,12 +303,4 @@ async def test_giving_up_while_the_model_loads_leaves_no_server_behind(tmp_path)
 
 def _children_running(alias: str) -> list[int]:
     """Live model servers serving the model under `alias`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"codewhale.providers.local_runner" in cmdline and alias.encode() in cmdline:
-            found.append(int(proc.name))
-    return [pid for pid in found if _alive(pid)]
+    return _model_servers(lambda _, cmdline: alias.encode() in cmdline)
