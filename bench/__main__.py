@@ -5,7 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ("startup", "engine_overhead", "fanout", "state_io", "rlm", "ui_load", "local")
+BENCHMARKS = (
+    "startup",
+    "engine_overhead",
+    "fanout",
+    "state_io",
+    "rlm",
+    "handles",
+    "ui_load",
+    "local",
+)
 
 
 def main() -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 
 from codewhale.engine import events
-from codewhale.engine.session import open_session
 from codewhale.permissions import Mode
+from codewhale.runtime import open_runtime
 from tests.support.llm_server import LoopbackLLM, Reply, ToolCallSpec
 
 STEPS = 200
@@ -55,7 +55,7 @@ async def engine_steps_ms(llm: LoopbackLLM, workspace: Path) -> list[float]:
         if isinstance(event, events.AssistantMessage):
             finished.append(time.time())
 
-    session = open_session(workspace=workspace, mode=Mode.YOLO, emit=on_event, max_steps=STEPS + 5)
+    session = open_runtime(workspace=workspace, mode=Mode.YOLO, emit=on_event, max_steps=STEPS + 5)
     first_request = len(llm.requests)
     await session.engine.run_turn("read it many times")
     await session.close()

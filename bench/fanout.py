@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from codewhale.engine.session import open_session
 from codewhale.permissions import Mode
+from codewhale.runtime import open_runtime
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.store import SubagentStore
 from tests.support.llm_server import Reply, ToolCallSpec
@@ -81,7 +81,7 @@ async def run_fanout(workspace: Path, children: int, clock: ManagerClock):
     config = Path(os.environ["CODEWHALE_HOME"]) / "config" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[subagents]\nmax_concurrent = 20\n")
-    session = open_session(workspace=workspace, mode=Mode.YOLO)
+    session = open_runtime(workspace=workspace, mode=Mode.YOLO)
     cpu_before, manager_before = time.process_time(), clock.seconds
     started = time.perf_counter()
     await session.engine.run_turn(f"fan out {children}")

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from codewhale.engine import events
-from codewhale.engine.session import open_session
 from codewhale.permissions import Mode
+from codewhale.runtime import open_runtime
 from codewhale.tools.registry import default_tools
 
 BURSTS = (10_000, 50_000)
@@ -29,7 +29,7 @@ ROUNDS = 5
 
 
 async def burst(persist: bool, workspace: Path, count: int) -> float:
-    session = open_session(workspace=workspace, mode=Mode.YOLO)
+    session = open_runtime(workspace=workspace, mode=Mode.YOLO)
     manager = session.manager
     if not persist:
         manager.state_error = "persistence off for this measurement"

@@ -13,9 +13,8 @@ import sys
 from typing import TextIO
 
 from codewhale.config import ConfigError
-from codewhale.engine import events
-from codewhale.engine.session import SessionSetupError, open_session
 from codewhale.permissions import Mode
+from codewhale.runtime import RuntimeSetupError, events, open_runtime
 from codewhale.sanitize import clean_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -91,7 +90,7 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
         printer(event)
 
     try:
-        session = open_session(
+        runtime = open_runtime(
             workspace=args.workspace_path,
             overrides=args.overrides,
             mode=Mode(args.mode) if args.mode else Mode.AGENT,
@@ -100,18 +99,18 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
             continue_latest=getattr(args, "continue_latest", False),
             max_steps=args.max_steps,
         )
-    except (ConfigError, SessionSetupError) as error:
+    except (ConfigError, RuntimeSetupError) as error:
         print(f"codewhale: {error}", file=sys.stderr)
         return EXIT_USAGE
-    for warning in session.warnings:
+    for warning in runtime.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, session.engine.cancel)
+    loop.add_signal_handler(signal.SIGINT, runtime.cancel_turn)
     try:
-        result = await session.engine.run_turn(prompt)
+        result = await runtime.submit(prompt)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-        await session.close()
+        await runtime.close()
     if result.status == "completed":
         return EXIT_OK
     if result.status == "interrupted":

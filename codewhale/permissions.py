@@ -25,6 +25,16 @@ class Mode(StrEnum):
         return order[(order.index(self) + 1) % len(order)]
 
 
+class ModeSwitch:
+    """The session's current mode, shared by the parent and every descendant.
+
+    Children read it at each tool call, so a switch reaches running children at once.
+    """
+
+    def __init__(self, mode: Mode = Mode.AGENT) -> None:
+        self.current = mode
+
+
 class ApprovalClass(StrEnum):
     """How risky a tool is: reads, file writes, or running code / touching the network."""
 
@@ -187,3 +197,75 @@ def _is_read_only_git(arguments: list[str]) -> bool:
         return False
     # `git branch NAME` creates a branch; only listing forms are read-only.
     return subcommand != "branch" or all(word.startswith("-") for word in arguments[1:])
+
+
+# Programs whose first argument picks what they do, so "always" for `git status` must
+# not cover `git push`.
+_SUBCOMMAND_PROGRAMS = frozenset(
+    [
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "go",
+        "pip",
+        "pip3",
+        "uv",
+        "poetry",
+        "docker",
+        "kubectl",
+        "make",
+        "gh",
+        "apt",
+        "apt-get",
+        "brew",
+        "systemctl",
+        "tox",
+        "nox",
+        "just",
+    ]
+)
+_INTERPRETERS = frozenset(["python", "python3", "node", "ruby", "perl", "bash", "sh"])
+
+
+def approval_scope(tool: str, arguments: dict[str, object]) -> str:
+    """What an "always allow" answer covers: what the user was shown, never a whole tool.
+
+    Shell: the program plus its subcommand (`git status`, `python -m pytest`); a command
+    that chains or redirects (`a && b`, `x > f`) is scoped to its exact text. fetch_url:
+    the host. Other tools: the tool itself.
+    """
+    if tool == "exec_shell":
+        command = str(arguments.get("command") or "")
+        return f"exec_shell:{_shell_scope(command)}"
+    if tool == "fetch_url":
+        from urllib.parse import urlsplit
+
+        host = urlsplit(str(arguments.get("url") or "")).hostname or ""
+        return f"fetch_url:{host}"
+    return tool
+
+
+def _shell_scope(command: str) -> str:
+    exact = "=" + command.strip()
+    if any(operator in command for operator in _SHELL_OPERATORS):
+        return exact
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return exact
+    if not words or "=" in words[0]:
+        return exact  # `VAR=x cmd` changes what cmd does
+    program = os.path.basename(words[0])
+    rest = words[1:]
+    if program in _INTERPRETERS:
+        # `python -m pytest` is a test run; `python anything.py` runs that file only.
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            return f"{program} -m {rest[1]}"
+        return exact
+    if program in _SUBCOMMAND_PROGRAMS:
+        if rest and rest[0].startswith("-"):
+            return exact  # `git -C dir push`: options before the subcommand take values
+        return f"{program} {rest[0]}" if rest else program
+    return program

@@ -12,11 +12,11 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from codewhale.engine import events
-from codewhale.permissions import ApprovalClass, Verdict, decide
+from codewhale.permissions import ApprovalClass, Verdict, approval_scope, decide
 from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
 from codewhale.tools.base import ToolContext, ToolError, ToolResult, check_arguments
@@ -42,9 +42,6 @@ class ToolDispatcher:
     context: ToolContext
     emit: Callable[[events.Event], None]
     requester: str = "parent"
-    # Returns a refusal message for tools this caller may not run (sub-agent postures).
-    policy: Callable[[str], str | None] | None = None
-    always_approved: set[str] = field(default_factory=set)
 
     async def run(self, calls: Sequence[ToolCall]) -> list[Outcome]:
         """Results in the calls' order; concurrent where every call in a run is read-only."""
@@ -118,8 +115,6 @@ class ToolDispatcher:
         return clean_text(tool.summary(arguments)) if isinstance(arguments, dict) else ""
 
     async def _execute(self, call: ToolCall) -> ToolResult:
-        if self.policy is not None and (refusal := self.policy(call.name)):
-            raise ToolError(refusal)
         tool = self.tools.get(call.name)
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
@@ -128,14 +123,23 @@ class ToolDispatcher:
                 f"the arguments are not valid JSON ({error}); resend the call with a JSON object"
             ) from None
         check_arguments(tool.parameters, arguments)
+        # Authority first: a call this conversation may not make is refused without
+        # asking the user (approving it could not make it allowed).
+        refusal = self.context.authority.check(
+            tool.name, tool.approval, plan_artifact=tool.plan_artifact, arguments=arguments
+        )
+        if refusal is not None:
+            raise ToolError(refusal)
         decision = decide(tool.approval, self.context.mode, plan_artifact=tool.plan_artifact)
         if decision.verdict is Verdict.DENY:
             raise ToolError(decision.reason)
-        if decision.verdict is Verdict.ASK and tool.name not in self.always_approved:
-            await self._ask(tool.name, tool.summary(arguments), call.arguments)
+        if decision.verdict is Verdict.ASK:
+            scope = approval_scope(tool.name, arguments)
+            if scope not in self.context.always_allowed:
+                await self._ask(tool.name, tool.summary(arguments), call.arguments, scope)
         return await tool.run(arguments, self.context)
 
-    async def _ask(self, tool_name: str, summary: str, arguments: str) -> None:
+    async def _ask(self, tool_name: str, summary: str, arguments: str, scope: str) -> None:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         request_id = f"approval_{next(_request_ids)}"
         self.emit(
@@ -145,13 +149,14 @@ class ToolDispatcher:
                 summary=clean_text(summary),
                 arguments=arguments,
                 requester=self.requester,
+                scope=scope,
                 _future=future,
             )
         )
         decision = await future
         self.emit(events.ApprovalResolved(request_id=request_id, tool=tool_name, decision=decision))
         if decision == "approve_always":
-            self.always_approved.add(tool_name)
+            self.context.always_allowed.add(scope)
         elif decision != "approve":
             raise ToolError(
                 f"the user denied this {tool_name} call ({summary}). Do not retry it; "
@@ -159,7 +164,7 @@ class ToolDispatcher:
             )
 
     def _offload_if_large(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        if len(result.output) <= LARGE_OUTPUT_CHARS:
+        if len(result.output) <= LARGE_OUTPUT_CHARS or self.tools.get(call.name).bounded_output:
             return result
         store = self.context.handles
         session_id = self.context.session_id

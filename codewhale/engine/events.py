@@ -84,6 +84,8 @@ class ApprovalRequested(Event):
     summary: str
     arguments: str
     requester: str = "parent"
+    # What "always allow" would cover (e.g. `exec_shell:git status`), never a whole tool.
+    scope: str = ""
     _future: asyncio.Future[str] | None = field(default=None, compare=False, repr=False)
 
     def resolve(self, decision: str) -> None:
@@ -107,11 +109,17 @@ class SteerAccepted(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AgentEvent(Event):
-    """A sub-agent mailbox envelope, relayed to the parent's consumers."""
+class WaitStarted(Event):
+    """The turn is held open, waiting (e.g. on its children); not a stall."""
 
-    type: ClassVar[str] = "agent_event"
-    envelope: dict[str, Any]
+    type: ClassVar[str] = "wait_started"
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitEnded(Event):
+    type: ClassVar[str] = "wait_ended"
+    reason: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,8 +1,8 @@
 """The turn loop: ask the model, run its tool calls, repeat until it answers.
 
-The engine owns the conversation. Callers talk to it through `run_turn`,
-`steer` (a user message at the next safe point), `queue` (a message for after
-the turn) and `cancel`; they observe it through events.
+The engine runs turns on a Conversation it is given. Callers talk to it through
+`run_turn`, `steer` (a user message at the next safe point), `queue` (a message
+for after the turn) and `cancel`; they observe it through events.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codewhale.engine import events
+from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.dispatch import ToolDispatcher
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
+from codewhale.providers.pricing import cost_usd
 from codewhale.providers.types import (
     Completion,
     ReasoningDelta,
@@ -57,52 +59,54 @@ class TurnResult:
 
 @dataclass
 class Engine:
+    """Runs turns on a Conversation; steers and runtime events arrive through its Inbox.
+
+    `hold` says whether something outstanding (its children) will post to the inbox: while
+    it does, a turn whose model has answered stays open and resumes on the next arrival.
+    """
+
     client: ChatClient
     tools: ToolRegistry
     context: ToolContext
-    system_prompt: str
+    conversation: Conversation
     emit: Callable[[events.Event], None] = lambda event: None
     model: str | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     recorder: Recorder | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    turns: int = 0
-    # Sub-agent support: a per-request deadline, a fixed tool list to offer (fork mode keeps
-    # the parent's), a policy that may refuse a call, and who asks for approvals.
-    request_timeout_secs: float | None = None
+    inbox: Inbox = field(default_factory=Inbox)
+    meter: UsageMeter = field(default_factory=UsageMeter)
+    hold: Callable[[], bool] = lambda: False
+    # The tool list to offer (a forked child keeps its opener's); default: every tool.
     offered_tools: list[dict[str, Any]] | None = None
-    tool_policy: Callable[[str], str | None] | None = None
+    # An idle timeout per model request (sub-agents): no byte for this long ends the turn
+    # "timed_out", while an answer that keeps streaming is never cut.
+    request_timeout_secs: float | None = None
     requester: str = "parent"
-    # The parent waits here for its children: runtime events (completions) and a probe
-    # telling whether any direct child is still running.
-    children_pending: Callable[[], bool] = lambda: False
-    last_request_size: int = 0
-    _steers: deque[str] = field(default_factory=deque)
+    turns: int = 0
     _queued: deque[str] = field(default_factory=deque)
-    _runtime: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     _turn_state: _TurnState | None = None
     _task: asyncio.Task[Any] | None = None
 
     def __post_init__(self) -> None:
-        if not self.messages:
-            self.messages.append({"role": "system", "content": self.system_prompt})
         self.dispatcher = ToolDispatcher(
-            self.tools, self.context, self._emit, requester=self.requester, policy=self.tool_policy
+            self.tools, self.context, self._emit, requester=self.requester
+        )
+        # Built once: the schemas never change during a conversation.
+        self._schemas = (
+            self.offered_tools if self.offered_tools is not None else self.tools.schemas()
         )
 
-    def inject_runtime_event(self, text: str) -> None:
-        """A runtime message (e.g. a child's completion) for the next safe point."""
-        self._runtime.put_nowait(text)
-
-    def add_external_usage(self, usage: Usage) -> None:
-        """Tokens spent on this engine's behalf elsewhere (its children) count as its own."""
-        self.usage += usage
-        if self._turn_state is not None:
-            self._turn_state.usage += usage
-
     def schemas(self) -> list[dict[str, Any]]:
-        return self.offered_tools if self.offered_tools is not None else self.tools.schemas()
+        return self._schemas
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.conversation.messages
+
+    @property
+    def usage(self) -> Usage:
+        """Every token spent for this conversation, its delegates' included."""
+        return self.meter.total
 
     def _emit(self, event: events.Event) -> None:
         if self.recorder is not None:
@@ -122,7 +126,7 @@ class Engine:
 
     def steer(self, text: str) -> None:
         """Add a user message to the running turn at its next safe point."""
-        self._steers.append(text)
+        self.inbox.steer(text)
 
     def queue(self, text: str) -> None:
         """Run `text` as a new turn once the current one ends."""
@@ -152,13 +156,15 @@ class Engine:
 
     async def continue_turn(self, note: str | None = None) -> TurnResult:
         """Resume from the current messages (a checkpoint), optionally adding a user note."""
-        return await self._run_single(note, resume=True)
+        return await self._run_single(note)
 
-    async def _run_single(self, prompt: str | None, *, resume: bool = False) -> TurnResult:
+    async def _run_single(self, prompt: str | None) -> TurnResult:
         self.turns += 1
         self.context.journal.begin_turn(self.turns)
         self._task = asyncio.current_task()
         self._emit(events.TurnStarted(turn=self.turns, prompt=prompt or ""))
+        # What arrived between turns (a child finishing after Esc) happened first.
+        self._accept_inbox()
         if prompt is not None:
             self.messages.append({"role": "user", "content": prompt})
         state = self._turn_state = _TurnState()
@@ -188,7 +194,7 @@ class Engine:
     async def _loop(self, state: _TurnState) -> TurnResult:
         truncations = 0
         while True:
-            self._accept_steers()
+            self._accept_inbox()
             if state.steps >= self.max_steps:
                 return TurnResult(
                     "max_steps",
@@ -202,6 +208,7 @@ class Engine:
             try:
                 completion = await self._request_with_retries(state)
             except TimeoutError:
+                assert self.request_timeout_secs is not None
                 return TurnResult(
                     "timed_out",
                     state.steps,
@@ -242,11 +249,16 @@ class Engine:
                     error="The provider's content filter stopped the reply.",
                 )
             if not completion.tool_calls:
-                if self._steers or not self._runtime.empty():
+                if self.inbox:
                     continue  # the user (or a child) added something while the answer streamed
-                if self.children_pending():
-                    # The turn stays open while children run; their completions resume it.
-                    self.inject_runtime_event(await self._runtime.get())
+                if self.hold():
+                    # The turn stays open while children run: the next arrival (a
+                    # completion, or a steer typed meanwhile) resumes it at once.
+                    self._emit(events.WaitStarted(reason="children"))
+                    try:
+                        await self.inbox.wait()
+                    finally:
+                        self._emit(events.WaitEnded(reason="children"))
                     continue
                 return TurnResult("completed", state.steps, state.usage, completion.content)
             state.pending_calls = list(completion.tool_calls)
@@ -255,25 +267,20 @@ class Engine:
             self.messages.extend(outcome.message() for outcome in outcomes)
             self._checkpoint()
 
-    def _accept_steers(self) -> None:
-        while self._steers:
-            text = self._steers.popleft()
-            self.messages.append({"role": "user", "content": text})
-            self._emit(events.SteerAccepted(text=text))
-        while not self._runtime.empty():
-            self.messages.append({"role": "user", "content": self._runtime.get_nowait()})
+    def _accept_inbox(self) -> None:
+        for item in self.inbox.drain():
+            self.messages.append({"role": "user", "content": item.text})
+            if item.steer:
+                self._emit(events.SteerAccepted(text=item.text))
 
     def clear_steers(self) -> None:
-        self._steers.clear()
+        self.inbox.drop_steers()
 
     async def _request_with_retries(self, state: _TurnState) -> Completion:
         """Retry transient failures that happened mid-stream (the client retries the rest)."""
         for attempt in range(MAX_STREAM_RETRIES + 1):
             try:
-                if self.request_timeout_secs is None:
-                    return await self._request(state)
-                async with asyncio.timeout(self.request_timeout_secs):
-                    return await self._request(state)
+                return await self._request(state)
             except ProviderError as error:
                 if not error.retryable or attempt == MAX_STREAM_RETRIES:
                     raise
@@ -282,30 +289,40 @@ class Engine:
 
     async def _request(self, state: _TurnState) -> Completion:
         state.partial_text = ""
-        self.last_request_size = len(self.messages)
-        stream = self.client.stream(self.messages, tools=self.schemas(), model=self.model)
-        async with aclosing(stream):
-            async for event in stream:
-                if isinstance(event, TextDelta):
-                    state.partial_text += event.text
-                    self._emit(events.AssistantDelta(text=event.text))
-                elif isinstance(event, ReasoningDelta):
-                    self._emit(events.ReasoningDelta(text=event.text))
-                elif isinstance(event, StreamFinished):
-                    completion = event.completion
-                    if completion.usage is not None:
-                        state.usage += completion.usage
-                        self.usage += completion.usage
-                        self._emit(
-                            events.UsageEvent(
-                                input=completion.usage.input_tokens,
-                                output=completion.usage.output_tokens,
-                                cache_hit=completion.usage.cache_hit_tokens,
-                                cache_miss=completion.usage.cache_miss_tokens,
-                            )
-                        )
-                    return completion
+        self.conversation.last_request_size = len(self.messages)
+        self.conversation.tools = self._schemas
+        idle = self.request_timeout_secs
+        loop = asyncio.get_running_loop()
+        stream = self.client.stream(self.messages, tools=self._schemas, model=self.model)
+        # An idle deadline: pushed back by every piece of the stream that arrives.
+        async with asyncio.timeout_at(None if idle is None else loop.time() + idle) as deadline:
+            async with aclosing(stream):
+                async for event in stream:
+                    if idle is not None:
+                        deadline.reschedule(loop.time() + idle)
+                    if isinstance(event, TextDelta):
+                        state.partial_text += event.text
+                        self._emit(events.AssistantDelta(text=event.text))
+                    elif isinstance(event, ReasoningDelta):
+                        self._emit(events.ReasoningDelta(text=event.text))
+                    elif isinstance(event, StreamFinished):
+                        return self._finished(event.completion, state)
         raise ProviderError("the stream ended without a completion")  # pragma: no cover
+
+    def _finished(self, completion: Completion, state: _TurnState) -> Completion:
+        if completion.usage is not None:
+            state.usage += completion.usage
+            price = cost_usd(self.client.settings.provider, self.model or "", completion.usage)
+            self.meter.add_own(completion.usage, price)
+            self._emit(
+                events.UsageEvent(
+                    input=completion.usage.input_tokens,
+                    output=completion.usage.output_tokens,
+                    cache_hit=completion.usage.cache_hit_tokens,
+                    cache_miss=completion.usage.cache_miss_tokens,
+                )
+            )
+        return completion
 
     def _close_interrupted(self, state: _TurnState) -> None:
         """Leave a valid conversation behind: partial text kept, open tool calls answered."""

@@ -240,6 +240,7 @@ class RlmManager:
             raise RlmError(
                 "rlm_query depth limit reached (sub_rlm_max_depth is 0 here); use llm_query"
             )
+        from codewhale.engine.conversation import Conversation
         from codewhale.engine.loop import Engine
         from codewhale.rlm.tools import rlm_tools
         from codewhale.tools.base import ToolContext
@@ -267,7 +268,7 @@ class RlmManager:
                 session_id=f"{session.handle_session}/sub",
                 handles=self.handles,
             ),
-            system_prompt=SUB_RLM_PROMPT,
+            conversation=Conversation([{"role": "system", "content": SUB_RLM_PROMPT}]),
             model=self.child_model,
             max_steps=SUB_RLM_MAX_STEPS,
         )

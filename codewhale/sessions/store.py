@@ -88,6 +88,11 @@ class SessionWriter:
             self._write({"kind": "message", "message": message})
         self._written_messages = len(messages)
 
+    def record_clear(self) -> None:
+        """The conversation was cleared: loading starts over from the system prompt here."""
+        self._write({"kind": "clear"})
+        self._written_messages = 1
+
     def record_event(self, event: dict[str, Any]) -> None:
         if event.get("type") in RECORDED_EVENTS:
             self._write({"kind": "event", "event": event})
@@ -150,8 +155,12 @@ class SessionStore:
                     f"{path}, line {number}: unreadable record skipped (likely a crash mid-write)"
                 )
                 continue
-            if isinstance(record, dict) and record.get("kind") == "message":
+            if not isinstance(record, dict):
+                continue
+            if record.get("kind") == "message":
                 messages.append(record["message"])
+            elif record.get("kind") == "clear":
+                del messages[1:]
         return LoadedSession(info, messages, warnings)
 
     def open_for_append(self, loaded: LoadedSession) -> SessionWriter:

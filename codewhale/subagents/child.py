@@ -1,120 +1,74 @@
-"""Build a child's engine: its posture, tools, prompt, first messages and recorder."""
+"""The live side of the delegation tree: who can open children, and one running child."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import asyncio
+import time
+from dataclasses import dataclass, field
 
-from codewhale.permissions import CommandClass, Mode
+from codewhale.authority import Authority
+from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
+from codewhale.engine.loop import Engine
+from codewhale.subagents.lifecycle import ChildState, state_of
 from codewhale.subagents.records import WorkerRecord
-from codewhale.subagents.roles import AGENT_TOOLS, POSTURES, Role, role_prompt
-from codewhale.subagents.spawn import SpawnRequest, assignment_message
-from codewhale.subagents.store import SubagentStore
+from codewhale.tools.base import ToolContext
+
+TAIL_CHARS = 200
 
 
-def allowed_tool_names(request: SpawnRequest, all_tools: list[str]) -> list[str]:
-    """What the child may run: its posture, narrowed by allowed_tools; agent tools by depth."""
-    posture = POSTURES[request.role]
-    names = [name for name in all_tools if posture.refusal(name, request.role.value) is None]
-    if request.allowed_tools:
-        names = [name for name in names if name in request.allowed_tools]
-    if request.max_depth == 0:
-        names = [name for name in names if name not in AGENT_TOOLS]
-    return names
+@dataclass(frozen=True)
+class Opener:
+    """A conversation that can open children: the session's own, or a child's.
 
-
-def tool_policy(request: SpawnRequest, allowed: list[str]):
-    """A refusal message for any tool outside the child's allowance, naming the role."""
-    posture = POSTURES[request.role]
-    label = request.type_name
-
-    def refuse(tool: str) -> str | None:
-        if tool in allowed:
-            return None
-        if (reason := posture.refusal(tool, label)) is not None:
-            return reason
-        if tool in AGENT_TOOLS:
-            return f"{tool} is not available: this sub-agent is a leaf worker (max_depth 0)."
-        return f"{tool} is not in this sub-agent's allowed_tools ({', '.join(allowed)})."
-
-    return refuse
-
-
-def shell_ceiling(role: Role) -> CommandClass | None:
-    shell = POSTURES[role].shell
-    return None if shell in (None, CommandClass.OTHER) else shell
-
-
-def system_prompt(request: SpawnRequest, memory: str | None) -> str:
-    definition = request.definition
-    prompt = role_prompt(
-        request.role,
-        intro=definition.prompt if definition is not None else None,
-        role_name=request.type_name,
-    )
-    if memory:
-        prompt += f"\n\n# The user's memory notes\n\n{memory.strip()}"
-    return prompt
-
-
-def fork_state(mode: Mode, workspace: str, work: dict[str, Any], agents: list[str]) -> str:
-    state = {
-        "mode": mode.value,
-        "workspace": workspace,
-        "checklist": work.get("checklist", []),
-        "checklist_percent_complete": work.get("percent_complete", 0),
-        "plan": work.get("plan", []),
-        "open_sub_agents": agents,
-    }
-    return f"<codewhale:fork_state>{json.dumps(state, ensure_ascii=False)}</codewhale:fork_state>"
-
-
-def first_messages(
-    request: SpawnRequest,
-    prompt: str,
-    *,
-    parent_prefix: list[dict[str, Any]] | None,
-    fork_state_text: str,
-) -> list[dict[str, Any]]:
-    """Fresh: role prompt + assignment. Forked: parent prefix, fork state, role, assignment."""
-    assignment = {"role": "user", "content": assignment_message(request)}
-    if parent_prefix is None:
-        return [{"role": "system", "content": prompt}, assignment]
-    return [
-        *parent_prefix,
-        {"role": "system", "content": fork_state_text},
-        {
-            "role": "system",
-            "content": f"<codewhale:subagent_context>{prompt}</codewhale:subagent_context>",
-        },
-        assignment,
-    ]
-
-
-class ChildRecorder:
-    """Appends a child's new messages to its transcript; the checkpoint is its length.
-
-    The transcript holds every message in order, so "the first N lines" is a complete,
-    continuable checkpoint without writing a second copy of the conversation.
+    Built before its engine, so the agent tools and the engine share it without either
+    being patched afterwards. Completions of its children arrive in its inbox.
     """
 
-    def __init__(self, store: SubagentStore, record: WorkerRecord) -> None:
-        self.store = store
-        self.record = record
-        self._written = 0
+    agent_id: str | None  # None: the session's top-level conversation
+    conversation: Conversation
+    inbox: Inbox
+    meter: UsageMeter
+    context: ToolContext
+    # The largest max_depth a child opened here may have (3 at the top, then one less).
+    depth: int
 
-    def record_messages(self, messages: list[dict[str, Any]]) -> None:
-        if len(messages) == self._written:
-            return
-        self.store.append_transcript(self.record.agent_id, messages[self._written :])
-        self._written = len(messages)
-        self.record.checkpoint = {
-            "transcript": str(self.store.transcript_path(self.record.agent_id)),
-            "messages": len(messages),
-        }
+    @property
+    def authority(self) -> Authority:
+        return self.context.authority
 
-    def record_event(self, event: dict[str, Any]) -> None:
-        """Events go to the mailbox instead; the transcript holds messages only."""
 
-    def sync(self) -> None:
-        """Transcript lines are flushed as they are written."""
+@dataclass
+class Child:
+    """One sub-agent as the manager holds it: its record and, once launched, its engine."""
+
+    record: WorkerRecord
+    # Who receives its completion: whoever opened it, or whoever continued it.
+    opener: Opener
+    engine: Engine | None = None
+    # Its own opener when it may open children (max_depth > 0).
+    seat: Opener | None = None
+    first_prompt: str = ""
+    task: asyncio.Task[None] | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    # (state, message) chosen by whoever stops it; applied when its task unwinds.
+    stop: tuple[ChildState, str] | None = None
+    last_progress: float = field(default_factory=time.monotonic)
+    last_tail_publish: float = 0.0
+    text_tail: str = ""
+
+    @property
+    def agent_id(self) -> str:
+        return self.record.agent_id
+
+    @property
+    def state(self) -> ChildState:
+        return state_of(self.record)
+
+    @property
+    def live(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def add_text(self, text: str) -> str:
+        """Keep the last characters the child wrote, for a readable live preview."""
+        self.text_tail = (self.text_tail + text)[-TAIL_CHARS:]
+        return self.text_tail

@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from codewhale.sanitize import clean_text
+from codewhale.subagents.lifecycle import reconcile_dead_owners
 from codewhale.subagents.records import WorkerRecord
-from codewhale.subagents.store import StateFileError, SubagentStore, reconcile_dead_owners
+from codewhale.subagents.store import StateFileError, SubagentStore
 
 
 def visible_records(records: list[WorkerRecord], include_archived: bool) -> list[dict[str, Any]]:

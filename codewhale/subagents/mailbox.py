@@ -1,53 +1,30 @@
-"""One ordered stream of sub-agent lifecycle envelopes (spec §10)."""
+"""One ordered stream of sub-agent events (spec §10)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from typing import Any
 
-KINDS = frozenset(
-    {
-        "started",
-        "progress",
-        "tool_call_started",
-        "tool_call_completed",
-        "child_spawned",
-        "completed",
-        "failed",
-        "interrupted",
-        "cancelled",
-        "token_usage",
-        "queued",
-    }
-)
+from codewhale.subagents.events import AgentEvent
 
-Subscriber = Callable[[dict[str, Any]], None]
+Subscriber = Callable[[AgentEvent], None]
 
 
 class Mailbox:
-    """`seq` starts at 1 and is global and monotonic across all agents."""
+    """Stamps `seq` (from 1, global and monotonic across all agents) and fans events out."""
 
     def __init__(self) -> None:
         self._seq = 0
         self._subscribers: list[Subscriber] = []
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
-        """Receive every envelope from now on; returns a function that unsubscribes."""
+        """Receive every event from now on; returns a function that unsubscribes."""
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)
 
-    def publish(self, kind: str, agent_id: str, **data: Any) -> dict[str, Any]:
-        if kind not in KINDS:
-            raise ValueError(f"unknown mailbox kind {kind!r}")
+    def publish(self, build: Callable[[int], AgentEvent]) -> AgentEvent:
+        """`build(seq)` makes the event, so numbering and publishing stay in one place."""
         self._seq += 1
-        envelope = {
-            "seq": self._seq,
-            "kind": kind,
-            "agent_id": agent_id,
-            "ts_ms": int(time.time() * 1000),
-            **data,
-        }
+        event = build(self._seq)
         for subscriber in list(self._subscribers):
-            subscriber(envelope)
-        return envelope
+            subscriber(event)
+        return event

@@ -1,37 +1,43 @@
 """The SubAgentManager: the one owner of every child's record and lifecycle.
 
-Children are detached background tasks: cancelling the parent's turn does not
-touch them. Everything a child does is published on the mailbox in order;
-the UI reads immutable snapshots; records are persisted with coalesced writes.
+It composes the parts that each do one job: `Admission` (cap and launch slots),
+`Lifecycle` (the state table and the one move function), `LivenessMonitor`
+(heartbeat), `delivery` (messages in, completions out) and `launch` (what a child
+starts from). Children are detached background tasks: cancelling the parent's turn
+does not touch them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from codewhale.authority import Authority
 from codewhale.config_models import SubagentsConfig
 from codewhale.engine import events
-from codewhale.engine.loop import Engine
+from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
+from codewhale.engine.loop import Engine, TurnResult
 from codewhale.engine.prompt import git_branch
 from codewhale.handles import HandleStore
-from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.settings import ProviderSettings
-from codewhale.providers.types import Usage
-from codewhale.subagents import child as child_setup
+from codewhale.subagents import delivery, launch
+from codewhale.subagents import events as agent_events
+from codewhale.subagents.admission import QUEUE_HEARTBEAT_SECS, QUEUED_TEXT, Admission
+from codewhale.subagents.child import Child, Opener
 from codewhale.subagents.contract import REMINDER, parse_report, verify_claims
 from codewhale.subagents.definitions import DefinitionSet
+from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_owners
+from codewhale.subagents.liveness import LivenessMonitor, stall_message
 from codewhale.subagents.mailbox import Mailbox
 from codewhale.subagents.records import (
+    USAGE_KEYS,
     WHALES,
     AgentSnapshot,
     WorkerRecord,
@@ -45,34 +51,22 @@ from codewhale.subagents.store import (
     CoalescedWriter,
     StateFileError,
     SubagentStore,
-    reconcile_dead_owners,
 )
-from codewhale.tools.base import Tool, ToolContext
+from codewhale.tools.base import Tool
 from codewhale.tools.registry import ToolRegistry
+from codewhale.work_state import WorkState
 
-QUEUED_TEXT = "queued: waiting for a sub-agent launch slot"
-QUEUE_HEARTBEAT_SECS = 10.0
+__all__ = ["QUEUED_TEXT", "SubAgentManager"]
+
 DEFAULT_CHILD_STEPS = 60
-CONTINUE_NOTE = (
-    "Your previous model request timed out. Continue the assignment from where you stopped."
-)
 PROGRESS_INTERVAL_SECS = 0.25
+CONTINUE_NOTE = (
+    "Your previous run was interrupted ({reason}). Continue the assignment from where you "
+    "stopped; your earlier messages and tool results are above."
+)
 
-
-@dataclass
-class _Child:
-    record: WorkerRecord
-    request: SpawnRequest
-    engine: Engine = field(init=False)
-    task: asyncio.Task[None] | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    last_progress: float = field(default_factory=time.monotonic)
-    stop: tuple[str, str] | None = None  # (status, message) set by whoever stops it
-    # The engine that opened it (the parent, or a child with max_depth > 0): completions
-    # and token usage go back to it.
-    owner: Engine | None = None
-    last_progress_publish: float = 0.0
-    pending_first_prompt: str | None = None
+ToolsFactory = Callable[[], list[Tool]]
+AgentToolsFactory = Callable[["SubAgentManager", Opener], list[Tool]]
 
 
 class SubAgentManager:
@@ -83,10 +77,12 @@ class SubAgentManager:
         client: ChatClient,
         settings: ProviderSettings,
         config: SubagentsConfig,
-        tools_factory: Callable[[], list[Tool]],
-        handles: HandleStore,
         definitions: DefinitionSet,
-        parent_mode: Callable[[], Mode],
+        handles: HandleStore,
+        root: Opener,
+        session_id: str,
+        tools_factory: ToolsFactory,
+        agent_tools_factory: AgentToolsFactory,
         emit: Callable[[events.Event], None] = lambda event: None,
         memory_text: Callable[[], str | None] = lambda: None,
         heartbeat_timeout_secs: float | None = None,
@@ -97,35 +93,44 @@ class SubAgentManager:
         self.client = client
         self.settings = settings
         self.config = config
-        self.tools_factory = tools_factory
-        self.handles = handles
         self.definitions = definitions
-        self.parent_mode = parent_mode
+        self.handles = handles
+        # The session's own conversation: its context is what children's contexts copy
+        # (memory, network and the shared mode switch and approval grants).
+        self.root = root
+        self.context = root.context
+        self.session_id = session_id
+        self.tools_factory = tools_factory
+        self.agent_tools_factory = agent_tools_factory
         self.emit = emit
         self.memory_text = memory_text
-        self.max_concurrent = config.max_concurrent
-        self.heartbeat_timeout = heartbeat_timeout_secs or config.heartbeat_timeout_secs
         self.api_timeout = api_timeout_secs or config.api_timeout_secs
-        self.queue_heartbeat = queue_heartbeat_secs
         self.session_boot_id = "boot_" + secrets.token_hex(6)
         self.mailbox = Mailbox()
+        self.mailbox.subscribe(emit)
         self.store = SubagentStore(self.workspace)
-        self._launch = asyncio.Semaphore(config.launch_concurrency or config.max_concurrent)
-        self._children: dict[str, _Child] = {}
-        self._parent_engine: Engine | None = None
+        self.admission = Admission(
+            config.max_concurrent, config.launch_concurrency, queue_heartbeat_secs
+        )
+        self.lifecycle = Lifecycle(self.mailbox, self._persist)
+        self.liveness = LivenessMonitor(
+            heartbeat_timeout_secs or config.heartbeat_timeout_secs,
+            lambda: self._children.values(),
+            self._stalled,
+        )
+        self._children: dict[str, Child] = {}
         self._branch = git_branch(self.workspace)
-        self._monitor: asyncio.Task[None] | None = None
         self.state_error: str | None = None
         self._prior = reconcile_dead_owners(self._load_prior())
         self.writer = CoalescedWriter(self.store, self._all_records, enabled=self._persisting)
-        self.child_usage = Usage()
 
-    # -- wiring ------------------------------------------------------------------------
+    @property
+    def max_concurrent(self) -> int:
+        return self.admission.max_concurrent
 
-    def attach_parent(self, engine: Engine) -> None:
-        """The parent engine whose turn waits for children and receives completions."""
-        self._parent_engine = engine
-        engine.children_pending = lambda: self.has_live_children_of(engine)
+    @property
+    def heartbeat_timeout(self) -> float:
+        return self.liveness.timeout
 
     def _persisting(self) -> bool:
         return self.state_error is None
@@ -138,19 +143,45 @@ class SubAgentManager:
             self.state_error = f"{error}; sub-agent records will not be saved this session"
             return []
 
+    # -- the tree ------------------------------------------------------------------------
+
+    def hold_for(self, opener: Opener) -> Callable[[], bool]:
+        """For an engine: whether children it opened are still running."""
+        return lambda: any(c.live and c.opener is opener for c in self._children.values())
+
+    def adopt_session(self) -> str | None:
+        """Take over this conversation's children from an earlier run (resume/continue).
+
+        They appear in listings and can be continued; returns the one runtime event that
+        tells the model which of them the restart interrupted, or None.
+        """
+        mine = [r for r in self._prior if r.session_id == self.session_id]
+        for record in mine:
+            self._adopt(record, self.root)
+        return delivery.interrupted_by_restart(mine)
+
+    def _adopt(self, record: WorkerRecord, opener: Opener) -> Child:
+        self._prior = [r for r in self._prior if r is not record]
+        if record.status == "interrupted" and record.checkpoint is None:
+            # The state file may lag the transcript (coalesced writes): trust the file.
+            lines = len(self.store.load_transcript(record.agent_id))
+            if lines:
+                record.checkpoint = {
+                    "transcript": str(self.store.transcript_path(record.agent_id)),
+                    "messages": lines,
+                }
+        child = Child(record=record, opener=opener)
+        child.done.set()
+        self._children[record.agent_id] = child
+        return child
+
     # -- reading -----------------------------------------------------------------------
 
     def live_count(self) -> int:
-        return sum(1 for c in self._children.values() if c.task is not None and not c.task.done())
+        return sum(1 for child in self._children.values() if child.live)
 
     def has_live_children(self) -> bool:
         return self.live_count() > 0
-
-    def has_live_children_of(self, engine: Engine) -> bool:
-        return any(
-            c.owner is engine and c.task is not None and not c.task.done()
-            for c in self._children.values()
-        )
 
     def snapshot(self) -> tuple[AgentSnapshot, ...]:
         return tuple(snapshot_of_record(c.record) for c in self._children.values())
@@ -170,56 +201,63 @@ class SubAgentManager:
             prior.append(data)
         return prior + current
 
-    def find(self, reference: Any) -> _Child:
+    def find(self, reference: Any, opener: Opener | None = None) -> Child:
+        """By id, then unique name, then unique nickname; earlier runs' records too."""
         if not isinstance(reference, str) or not reference.strip():
             raise SpawnError("agent_eval/agent_close need 'name' or 'agent_id'")
         reference = reference.strip()
         if reference in self._children:
             return self._children[reference]
-        matches = [c for c in self._children.values() if c.record.name == reference]
-        if len(matches) > 1:
-            raise SpawnError(f"Agent session name '{reference}' is ambiguous; use an agent_id")
-        if not matches:
-            raise SpawnError(f"Agent session {reference} not found")
-        return matches[0]
+        for record in self._prior:
+            if record.agent_id == reference:
+                return self._adopt(record, opener or self.root)
+        for key in ("name", "nickname"):
+            matches = [
+                c for c in self._children.values() if _matches(getattr(c.record, key), reference)
+            ]
+            if len(matches) > 1:
+                raise SpawnError(f"Agent session name '{reference}' is ambiguous; use an agent_id")
+            if matches:
+                return matches[0]
+        raise SpawnError(f"Agent session {reference} not found")
 
-    def projection(self, child: _Child, **extra: Any) -> dict[str, Any]:
+    def projection(self, child: Child, **extra: Any) -> dict[str, Any]:
         handle = self.handles.put_file(
-            f"agent:{child.record.agent_id}",
-            "transcript",
-            self.store.transcript_path(child.record.agent_id),
+            f"agent:{child.agent_id}", "transcript", self.store.transcript_path(child.agent_id)
         )
         return child.record.projection(transcript_handle=handle, **extra)
 
     # -- opening -----------------------------------------------------------------------
 
-    def open(self, arguments: dict[str, Any], *, opener: Engine | None = None) -> dict[str, Any]:
+    def open(self, arguments: dict[str, Any], *, opener: Opener | None = None) -> dict[str, Any]:
         """Validate, admit and start a child; returns its projection at once."""
+        opener = opener or self.root
         all_tools = [tool.name for tool in self.tools_factory()]
         request = parse_spawn(
             arguments,
-            workspace=self.workspace,
+            workspace=opener.context.workspace,
             definitions=self.definitions,
             known_tools={*all_tools, "agent_open", "agent_eval", "agent_close"},
             config=self.config,
             settings=self.settings,
         )
-        running = self.live_count()
-        if running >= self.max_concurrent:
+        if request.max_depth > opener.depth:
             raise SpawnError(
-                f"Sub-agent limit reached (max {self.max_concurrent}, running {running}). "
-                "Close or wait for an existing agent to finish."
+                f"max_depth must be at most {opener.depth} for a sub-agent opened here"
             )
+        self.admission.check_capacity(self.live_count())
         if request.name is not None:
             self._check_name_free(request.name)
-        child = self._create_child(request, all_tools, opener)
-        child.owner = opener or self._parent_engine
-        self._children[child.record.agent_id] = child
+        child = self._create(request, opener)
+        self._children[child.agent_id] = child
+        self.lifecycle.enter(child.record, QUEUED_TEXT)
         self._start(child)
-        self._publish(child, "queued", message=QUEUED_TEXT, worker_status="queued")
-        spawner = self._child_of(child.owner)
-        if spawner is not None:
-            self._publish(spawner, "child_spawned", child_agent_id=child.record.agent_id)
+        if opener.agent_id is not None:
+            self.mailbox.publish(
+                lambda seq: agent_events.AgentSpawned(
+                    seq=seq, agent_id=opener.agent_id or "", child_agent_id=child.agent_id
+                )
+            )
         return self.projection(child)
 
     def _check_name_free(self, name: str) -> None:
@@ -231,15 +269,24 @@ class SubAgentManager:
                     f"({other.record.status}, {age}s old)"
                 )
 
-    def _create_child(
-        self, request: SpawnRequest, all_tools: list[str], opener: Engine | None
-    ) -> _Child:
+    def _nickname(self) -> str:
+        # Unique among this conversation's children, which is where nicknames resolve.
+        taken = {c.record.nickname for c in self._children.values()}
+        for round_ in range(1, 1000):
+            for whale in WHALES:
+                name = whale if round_ == 1 else f"{whale}-{round_}"
+                if name not in taken:
+                    return name
+        return new_agent_id()  # pragma: no cover - a thousand rounds of whales
+
+    def _create(self, request: SpawnRequest, opener: Opener) -> Child:
         agent_id = new_agent_id()
+        authority = launch.child_authority(request, opener.authority)
         record = WorkerRecord(
             run_id="run_" + secrets.token_hex(6),
             agent_id=agent_id,
             name=request.name or agent_id,
-            nickname=WHALES[len(self._children) % len(WHALES)],
+            nickname=self._nickname(),
             objective=request.prompt,
             description=request.description,
             type=request.type_name,
@@ -252,90 +299,106 @@ class SubAgentManager:
             fork_context=request.fork_context,
             max_depth=request.max_depth,
             owner_pid=os.getpid(),
+            session_id=self.session_id,
+            parent_agent_id=opener.agent_id,
+            authority=authority.to_json(),
         )
         record.artifacts["transcript"] = str(self.store.transcript_path(agent_id))
-        record.add_event("queued", QUEUED_TEXT)
-        allowed = child_setup.allowed_tool_names(
-            request, [*all_tools, "agent_open", "agent_eval", "agent_close"]
-        )
-        tools = self.tools_factory()
-        if request.max_depth > 0:
-            from codewhale.subagents.tools import agent_tools
-
-            tools += agent_tools(self, depth=request.max_depth - 1)
-        registry = ToolRegistry(tools)
-        mode = self.parent_mode()
-        context = ToolContext(
-            workspace=request.workspace,
-            session_id=f"agent:{agent_id}",
-            handles=self.handles,
-            mode=mode,
-            shell_ceiling=child_setup.shell_ceiling(request.role),
-            posture_name=request.type_name,
-        )
-        prompt = child_setup.system_prompt(request, self.memory_text())
+        child = Child(record=record, opener=opener)
+        prompt = launch.system_prompt(request, self.memory_text())
         parent_prefix = None
-        offered = [registry.get(name).schema() for name in allowed if name in registry]
-        if request.fork_context and opener is not None:
-            parent_prefix = opener.messages[: opener.last_request_size]
-            offered = opener.schemas()  # same tool list keeps the prefix byte-identical
-        messages = child_setup.first_messages(
+        if request.fork_context:
+            parent_prefix = opener.conversation.request_prefix()
+        messages = launch.first_messages(
             request,
             prompt,
             parent_prefix=parent_prefix,
-            fork_state_text=child_setup.fork_state(
-                mode,
+            fork_state_text=launch.fork_state(
+                self.context.mode,
                 str(self.workspace),
-                opener.context.work.snapshot() if opener is not None else {},
-                [c.record.agent_id for c in self._children.values() if not c.record.terminal],
+                opener.context.work.snapshot(),
+                [c.agent_id for c in self._children.values() if not c.record.terminal],
             ),
         )
-        child = _Child(record=record, request=request)
+        # A forked child offers its opener's tool list so the prefix stays byte-identical;
+        # its authority still decides what runs.
+        fork_tools = opener.conversation.tools if request.fork_context else None
+        self._build_engine(child, messages[:-1], fork_tools=fork_tools)
+        child.first_prompt = messages[-1]["content"]
+        return child
+
+    def _build_engine(
+        self,
+        child: Child,
+        messages: list[dict[str, Any]],
+        *,
+        fork_tools: list[dict[str, Any]] | None = None,
+        written: int = 0,
+    ) -> None:
+        """The child's engine, its context and (for max_depth > 0) its own seat."""
+        record = child.record
+        authority = Authority.from_json(record.authority)
+        context = replace(
+            self.context,
+            workspace=Path(record.workspace),
+            session_id=f"agent:{record.agent_id}",
+            work=WorkState(),
+            journal=type(self.context.journal)(),
+            authority=authority,
+        )
+        inbox = Inbox()
+        meter = UsageMeter(parent=child.opener.meter)
+        tools = self.tools_factory()
+        seat = None
+        conversation = Conversation(messages)
+        if record.max_depth > 0:
+            seat = Opener(
+                record.agent_id, conversation, inbox, meter, context, record.max_depth - 1
+            )
+            tools += self.agent_tools_factory(self, seat)
+        registry = ToolRegistry(tools)
+        definition = self.definitions.definitions.get(record.type)
+        child.seat = seat
         child.engine = Engine(
             client=self.client.clone(),
             tools=registry,
             context=context,
-            system_prompt=prompt,
+            conversation=conversation,
+            offered_tools=fork_tools or launch.offered_tools(registry, authority),
             emit=lambda event: self._on_child_event(child, event),
-            model=request.model,
-            max_steps=(request.definition.max_steps if request.definition else None)
-            or DEFAULT_CHILD_STEPS,
-            messages=messages[:-1],
+            model=record.model,
+            max_steps=(definition.max_steps if definition else None) or DEFAULT_CHILD_STEPS,
+            recorder=launch.ChildRecorder(self.store, record, written),
+            inbox=inbox,
+            meter=meter,
+            hold=self.hold_for(seat) if seat is not None else lambda: False,
             request_timeout_secs=float(self.api_timeout),
-            offered_tools=offered,
-            tool_policy=child_setup.tool_policy(request, allowed),
             requester=f"{record.nickname} ({record.name}, {record.type})",
-            recorder=child_setup.ChildRecorder(self.store, record),
         )
-        child.pending_first_prompt = messages[-1]["content"]
-        if request.max_depth > 0:
-            from codewhale.subagents.tools import bind_opener
-
-            bind_opener(tools, child.engine)
-            engine = child.engine
-            engine.children_pending = lambda: self.has_live_children_of(engine)
-        return child
-
-    def _child_of(self, engine: Engine | None) -> _Child | None:
-        return next((c for c in self._children.values() if c.engine is engine), None)
 
     # -- running -------------------------------------------------------------------------
 
-    async def _run(self, child: _Child, *, resume: bool = False) -> None:
+    def _start(self, child: Child, *, resume_note: str | None = None) -> None:
+        child.done = asyncio.Event()
+        child.stop = None
+        child.task = asyncio.get_running_loop().create_task(self._run(child, resume_note))
+        child.task.add_done_callback(lambda _: self._settle(child))
+        self.liveness.ensure_running()
+
+    async def _run(self, child: Child, resume_note: str | None) -> None:
         record = child.record
+        engine = child.engine
+        assert engine is not None
         try:
-            async with self._launch_slot(child):
-                record.status = "running"
-                record.started_at_ms = record.started_at_ms or now_ms()
-                self._set_worker(child, "starting")
-                self._publish(child, "started", message="started", worker_status="starting")
-                child.last_progress = time.monotonic()
-                if resume:
-                    result = await child.engine.continue_turn(CONTINUE_NOTE)
+            async with self.admission.slot(lambda: self._still_queued(child)):
+                self.lifecycle.move(record, ChildState.STARTING, "started")
+                self.liveness.touch(child)
+                if resume_note is not None:
+                    result = await engine.continue_turn(resume_note)
                 else:
-                    result = await child.engine.run_turn(child.pending_first_prompt or "")
+                    result = await engine.run_turn(child.first_prompt)
                 if result.status == "completed":
-                    result = await self._remind_if_malformed(child, result)
+                    result = await self._remind_if_malformed(child, engine, result)
                     report = parse_report(result.final_text)
                     if report["well_formed"]:
                         # git status runs in a thread: a blocking subprocess would stall
@@ -347,285 +410,271 @@ class SubAgentManager:
         except asyncio.CancelledError:
             self._finish_stopped(child)
 
-    def _start(self, child: _Child, *, resume: bool = False) -> None:
-        child.done = asyncio.Event()
-        child.task = asyncio.get_running_loop().create_task(self._run(child, resume=resume))
-        child.task.add_done_callback(lambda _: self._settle(child))
-        self._ensure_monitor()
+    def _still_queued(self, child: Child) -> None:
+        self.mailbox.publish(
+            lambda seq: agent_events.AgentProgress(
+                seq=seq, agent_id=child.agent_id, message=QUEUED_TEXT, worker_status="queued"
+            )
+        )
 
-    def _settle(self, child: _Child) -> None:
+    def _settle(self, child: Child) -> None:
         """Runs when the task ends, even one cancelled before its first line executed."""
         if not child.record.terminal:
             self._finish_stopped(child)
         child.done.set()
-        self._mark_dirty(delay=0)
-        # Its connections are idle now; a continuation opens fresh ones.
-        asyncio.get_running_loop().create_task(child.engine.client.aclose())
+        self.writer.mark_dirty(0)
+        if child.engine is not None:
+            # Its connections are idle now; a continuation opens fresh ones.
+            asyncio.get_running_loop().create_task(child.engine.client.aclose())
 
-    @contextlib.asynccontextmanager
-    async def _launch_slot(self, child: _Child):
-        acquire = asyncio.ensure_future(self._launch.acquire())
-        try:
-            while True:
-                done, _ = await asyncio.wait({acquire}, timeout=self.queue_heartbeat)
-                if done:
-                    break
-                self._publish(child, "progress", message=QUEUED_TEXT, worker_status="queued")
-        except asyncio.CancelledError:
-            if acquire.done() and not acquire.cancelled():
-                self._launch.release()
-            else:
-                acquire.cancel()
-            raise
-        try:
-            yield
-        finally:
-            self._launch.release()
-
-    async def _remind_if_malformed(self, child: _Child, result):
+    async def _remind_if_malformed(
+        self, child: Child, engine: Engine, result: TurnResult
+    ) -> TurnResult:
         report = parse_report(result.final_text)
-        if report["well_formed"] or child.engine.max_steps - result.steps < 1:
+        if report["well_formed"] or engine.max_steps - result.steps < 1:
             return result
-        child.engine.max_steps -= result.steps
-        retry = await child.engine.run_turn(REMINDER)
+        engine.max_steps -= result.steps
+        retry = await engine.run_turn(REMINDER)
         if retry.status != "completed":
             return result
         retry.steps += result.steps
         return retry
 
-    def _finish(self, child: _Child, result) -> None:
+    def _finish(self, child: Child, result: TurnResult) -> None:
         record = child.record
         if child.stop is not None:
             self._finish_stopped(child)
             return
         record.steps_taken = max(record.steps_taken, result.steps)
-        record.finished_at_ms = now_ms()
         if result.status == "completed":
-            record.status = "completed"
             record.result = result.final_text
             record.report = parse_report(result.final_text)
-            kind, message = "completed", "completed"
+            to, message = ChildState.COMPLETED, "completed"
         elif result.status == "timed_out":
-            record.status = "interrupted"
             record.error = f"{result.error}; checkpoint preserved for continuation"
-            kind, message = "interrupted", record.error
+            to, message = ChildState.INTERRUPTED, record.error
         else:
-            record.status = "failed"
             record.error = result.error or f"turn ended with status {result.status}"
             record.result = result.final_text or None
-            kind, message = "failed", record.error
-        self._set_worker(child, record.status)
-        record.add_event(record.status, message)
-        self._publish(child, kind, message=message, worker_status=record.status)
-        self._deliver_completion(child)
+            to, message = ChildState.FAILED, record.error
+        self.lifecycle.move(record, to, message)
+        self._ended(child)
 
-    def _finish_stopped(self, child: _Child) -> None:
+    def _finish_stopped(self, child: Child) -> None:
+        state, message = child.stop or (ChildState.CANCELLED, "cancelled")
         record = child.record
-        status, message = child.stop or ("cancelled", "cancelled")
-        record.status = status
-        record.finished_at_ms = now_ms()
-        record.result = message if status == "cancelled" else record.result
-        record.error = message if status != "cancelled" else None
-        self._set_worker(child, status)
-        record.add_event(status, message)
-        self._publish(child, status, message=message, worker_status=status)
-        self._deliver_completion(child)
+        if state is ChildState.CANCELLED:
+            record.result = message
+        else:
+            record.error = message
+        self.lifecycle.move(record, state, message)
+        self._ended(child)
 
-    def _deliver_completion(self, child: _Child) -> None:
-        parent = child.owner
-        if parent is None:
-            return
-        record = child.record
-        summary = " ".join(
-            ((record.report or {}).get("summary") or record.result or record.error or "").split()
-        )
-        line = f"{record.nickname} ({record.agent_id}, {record.type}) {record.status}: {summary}"
-        done = {
-            "agent_id": record.agent_id,
-            "type": record.type,
-            "status": record.status,
-            "summary_complete": bool((record.report or {}).get("well_formed")),
-            "next_action": _next_action(record),
-        }
-        parent.inject_runtime_event(
-            '<codewhale:runtime_event kind="subagent_completion">\n'
-            "This is an internal runtime event, not a message from the user.\n"
-            f"{line[:240]}\n"
-            f"<codewhale:subagent.done>{json.dumps(done)}</codewhale:subagent.done>\n"
-            "</codewhale:runtime_event>"
-        )
+    def _ended(self, child: Child) -> None:
+        """Tell its opener, and stop its own children: nobody would hear them finish."""
+        child.opener.inbox.runtime_event(delivery.completion_event(child.record))
+        for other in self._children.values():
+            if other.live and child.seat is not None and other.opener is child.seat:
+                self.stop(
+                    other, ChildState.CANCELLED, f"cancelled: its opener {child.agent_id} ended"
+                )
 
     # -- child events ----------------------------------------------------------------------
 
-    def _on_child_event(self, child: _Child, event: events.Event) -> None:
-        child.last_progress = time.monotonic()
+    def _on_child_event(self, child: Child, event: events.Event) -> None:
+        self.liveness.touch(child)
         record = child.record
+        move = self.lifecycle.move
         if isinstance(event, events.ApprovalRequested):
-            self._set_worker(child, "waiting_for_user")
-            self.emit(event)  # the parent's approval channel resolves it
+            move(record, ChildState.WAITING_FOR_USER, f"waiting for approval: {event.tool}")
+            self.emit(event)  # the session's approval channel resolves it
         elif isinstance(event, events.ApprovalResolved):
-            self._set_worker(child, "running_tool")
+            move(record, ChildState.RUNNING_TOOL, f"approval {event.decision}")
             self.emit(event)
         elif isinstance(event, events.ToolCallStarted):
             record.activity = f"step {record.steps_taken} · {event.name}"
-            self._set_worker(child, "running_tool")
-            record.add_event(
-                "running_tool",
+            moved = move(
+                record,
+                ChildState.RUNNING_TOOL,
                 event.summary or event.name,
-                step=record.steps_taken,
-                tool=event.name,
-            )
-            self._publish(
-                child,
-                "tool_call_started",
                 tool=event.name,
                 summary=event.summary,
-                step=record.steps_taken,
             )
+            if not moved:  # parallel reads: already running a tool, still announce this one
+                self.mailbox.publish(
+                    lambda seq: agent_events.AgentToolStarted(
+                        seq=seq,
+                        agent_id=child.agent_id,
+                        tool=event.name,
+                        summary=event.summary,
+                        step=record.steps_taken,
+                    )
+                )
         elif isinstance(event, events.ToolCallFinished):
-            self._publish(
-                child, "tool_call_completed", tool=event.name, ok=event.ok, step=record.steps_taken
+            self.mailbox.publish(
+                lambda seq: agent_events.AgentToolFinished(
+                    seq=seq,
+                    agent_id=child.agent_id,
+                    tool=event.name,
+                    ok=event.ok,
+                    step=record.steps_taken,
+                )
             )
         elif isinstance(event, events.AssistantMessage):
             record.steps_taken += 1
-            self._set_worker(child, "running")
-        elif isinstance(event, (events.TurnStarted, events.SteerAccepted)):
-            self._set_worker(child, "model_wait")
+            if not event.interrupted:
+                move(record, ChildState.RUNNING)
+        elif isinstance(event, events.TurnStarted | events.SteerAccepted):
+            move(record, ChildState.MODEL_WAIT)
         elif isinstance(event, events.AssistantDelta | events.ReasoningDelta):
-            self._set_worker(child, "model_wait")
-            now = time.monotonic()
-            if now - child.last_progress_publish >= PROGRESS_INTERVAL_SECS:
-                child.last_progress_publish = now
-                record.activity = f"step {record.steps_taken + 1} · writing"
-                self._publish(
-                    child, "progress", message=record.activity, text_tail=event.text[-200:]
-                )
+            self._streaming(child, event.text)
+        elif isinstance(event, events.WaitStarted):
+            move(record, ChildState.WAITING_FOR_CHILDREN, "waiting for its sub-agents")
+        elif isinstance(event, events.WaitEnded):
+            move(record, ChildState.RUNNING)
         elif isinstance(event, events.UsageEvent):
-            usage = Usage(event.input, event.output, event.cache_hit, event.cache_miss)
-            for key, value in (
-                ("input", event.input),
-                ("output", event.output),
-                ("cache_hit", event.cache_hit),
-                ("cache_miss", event.cache_miss),
-            ):
-                record.usage[key] += value
-            self.child_usage += usage
-            if child.owner is not None:
-                child.owner.add_external_usage(usage)
-            self._publish(child, "token_usage", **dict(record.usage))
-        self._mark_dirty()
+            self._add_usage(child, event)
+        self.writer.mark_dirty(FLUSH_DELAY_SECS)
 
-    def _set_worker(self, child: _Child, status: str) -> None:
-        child.record.worker_status = status
-        child.record.updated_at_ms = now_ms()
+    def _streaming(self, child: Child, text: str) -> None:
+        record = child.record
+        self.lifecycle.move(record, ChildState.MODEL_WAIT)
+        tail = child.add_text(text)
+        now = time.monotonic()
+        if now - child.last_tail_publish < PROGRESS_INTERVAL_SECS:
+            return
+        child.last_tail_publish = now
+        record.activity = f"step {record.steps_taken + 1} · writing"
+        self.mailbox.publish(
+            lambda seq: agent_events.AgentProgress(
+                seq=seq,
+                agent_id=child.agent_id,
+                message=record.activity,
+                worker_status=record.worker_status,
+                text_tail=tail,
+            )
+        )
 
-    def _publish(self, child: _Child, kind: str, **data: Any) -> None:
-        envelope = self.mailbox.publish(kind, child.record.agent_id, **data)
-        self.emit(events.AgentEvent(envelope=envelope))
+    def _add_usage(self, child: Child, event: events.UsageEvent) -> None:
+        """The child's own totals, and a roll-up into every ancestor's record."""
+        values = (event.input, event.output, event.cache_hit, event.cache_miss)
+        amounts = dict(zip(USAGE_KEYS, values, strict=True))
+        record = child.record
+        for key, value in amounts.items():
+            record.usage[key] += value
+        ancestor = self._children.get(record.parent_agent_id or "")
+        while ancestor is not None:
+            for key, value in amounts.items():
+                ancestor.record.descendant_usage[key] += value
+            ancestor = self._children.get(ancestor.record.parent_agent_id or "")
+        self.mailbox.publish(
+            lambda seq: agent_events.AgentUsage(
+                seq=seq, agent_id=child.agent_id, **dict(record.usage)
+            )
+        )
 
     # -- stopping ----------------------------------------------------------------------------
 
-    def stop(self, child: _Child, status: str, message: str) -> None:
-        if child.record.terminal or child.task is None or child.task.done():
+    def stop(self, child: Child, state: ChildState, message: str) -> None:
+        if child.record.terminal or not child.live or child.task is None:
             return
-        child.stop = (status, message)
-        if child.engine.running:
+        child.stop = (state, message)
+        if child.engine is not None and child.engine.running:
             child.engine.cancel()
         else:
             child.task.cancel()
 
-    async def close(self, reference: Any) -> dict[str, Any]:
-        child = self.find(reference)
+    def _stalled(self, child: Child) -> None:
+        self.stop(child, ChildState.CANCELLED, stall_message(self.heartbeat_timeout))
+
+    async def close(self, reference: Any, opener: Opener | None = None) -> dict[str, Any]:
+        child = self.find(reference, opener)
         if not child.record.terminal:
-            self.stop(child, "cancelled", "cancelled")
+            self.stop(child, ChildState.CANCELLED, "cancelled")
             await child.done.wait()
+        elif child.record.status == "interrupted" and child.task is None:
+            # Closing a continuable child from an earlier run: it will not be continued.
+            self.lifecycle.move(child.record, ChildState.QUEUED, "closed by its opener")
+            self.lifecycle.move(child.record, ChildState.CANCELLED, "cancelled")
         return self.projection(child)
 
     async def shutdown(self) -> None:
         """Quitting: running children are recorded interrupted("parent session closed")."""
         for child in self._children.values():
-            self.stop(child, "interrupted", "parent session closed")
+            self.stop(child, ChildState.INTERRUPTED, delivery.SESSION_CLOSED)
         pending = [c.done.wait() for c in self._children.values() if c.task is not None]
         if pending:
             await asyncio.gather(*pending)
-        if self._monitor is not None:
-            self._monitor.cancel()
+        self.liveness.stop()
         await self.flush()
-
-    def _ensure_monitor(self) -> None:
-        if self._monitor is None or self._monitor.done():
-            self._monitor = asyncio.get_running_loop().create_task(self._watch_heartbeats())
-
-    async def _watch_heartbeats(self) -> None:
-        interval = min(max(self.heartbeat_timeout / 4, 0.05), 5.0)
-        while self.has_live_children():
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            for child in list(self._children.values()):
-                if child.record.status != "running" or child.stop is not None:
-                    continue
-                if now - child.last_progress > self.heartbeat_timeout:
-                    self.stop(
-                        child,
-                        "cancelled",
-                        f"Auto-cancelled after {self.heartbeat_timeout:g}s without "
-                        "sub-agent progress.",
-                    )
 
     # -- agent_eval ----------------------------------------------------------------------------
 
-    async def evaluate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        child = self.find(first_of(arguments, "agent_id", "name", "agent_name", "id"))
+    async def evaluate(self, arguments: dict[str, Any], opener: Opener | None = None) -> dict:
+        child = self.find(first_of(arguments, "agent_id", "name", "agent_name", "id"), opener)
         extra: dict[str, Any] = {}
         message = first_of(arguments, "message", "input")
         if message is not None:
-            extra["message_delivery"] = self._deliver(
+            extra["message_delivery"] = delivery.deliver_message(
                 child, str(message), bool(arguments.get("interrupt"))
             )
         continuing = bool(arguments.get("continue"))
         if continuing:
-            extra["continuation"] = self._continue(child)
+            extra["continuation"] = self._continue(child, opener)
         block = arguments.get("block", continuing)
         if block and not child.record.terminal:
             timeout_ms = arguments.get("timeout_ms", 30_000)
             if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool):
                 timeout_ms = 30_000
             timeout_ms = min(max(timeout_ms, 1_000), 3_600_000)
-            try:
-                await asyncio.wait_for(asyncio.shield(child.done.wait()), timeout_ms / 1000)
-            except TimeoutError:
-                extra["timed_out"] = True
+            with self._waiting(opener):
+                try:
+                    await asyncio.wait_for(asyncio.shield(child.done.wait()), timeout_ms / 1000)
+                except TimeoutError:
+                    extra["timed_out"] = True
         return self.projection(child, **extra)
 
-    def _deliver(self, child: _Child, message: str, interrupt: bool) -> dict[str, Any]:
-        if child.record.terminal:
-            return {
-                "delivered": False,
-                "reason": "session already terminated; follow-up not delivered",
-            }
-        if interrupt:
-            child.engine.clear_steers()
-        child.engine.steer(message)
-        return {"delivered": True, "interrupted_pending": interrupt}
+    def _waiting(self, opener: Opener | None) -> _Wait:
+        """A child blocked in agent_eval waits on another: not a stall."""
+        waiter = self._children.get(opener.agent_id or "") if opener is not None else None
+        return _Wait(self, waiter)
 
-    def _continue(self, child: _Child) -> dict[str, Any]:
+    def _continue(self, child: Child, opener: Opener | None) -> dict[str, Any]:
         record = child.record
         if record.status != "interrupted" or record.checkpoint is None:
             return {"resumed": False, "reason": f"agent is {record.status}; nothing to continue"}
-        if self.live_count() >= self.max_concurrent:
+        try:
+            self.admission.check_capacity(self.live_count())
+        except SpawnError:
             return {"resumed": False, "reason": "sub-agent limit reached"}
-        record.status = "pending"
-        record.error = None
-        record.finished_at_ms = None
-        child.stop = None
-        child.engine.client = self.client.clone()
-        self._start(child, resume=True)
+        reason = record.error or "interrupted"
+        if opener is not None:
+            child.opener = opener  # its completion goes to whoever continued it
+        if child.engine is None:
+            self._rebuild(child)
+        else:
+            child.engine.client = self.client.clone()
+        self.lifecycle.move(record, ChildState.QUEUED, "continuing from its checkpoint")
+        record.owner_pid = os.getpid()
+        record.session_boot_id = self.session_boot_id
+        self._start(child, resume_note=CONTINUE_NOTE.format(reason=reason))
         return {"resumed": True}
+
+    def _rebuild(self, child: Child) -> None:
+        """A child from an earlier run: its engine again, from its persisted transcript."""
+        record = child.record
+        saved = self.store.load_transcript(record.agent_id)
+        count = (record.checkpoint or {}).get("messages", len(saved))
+        messages = launch.complete_prefix(saved[: int(count)])
+        if len(messages) < len(saved):
+            # Rewrite the transcript so it stays the conversation the child continues.
+            self.store.rewrite_transcript(record.agent_id, messages)
+        self._build_engine(child, messages, written=len(messages))
 
     # -- persistence -----------------------------------------------------------------------------
 
-    def _mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
-        self.writer.mark_dirty(delay)
+    def _persist(self, record: WorkerRecord, urgent: bool) -> None:
+        self.writer.mark_dirty(0 if urgent else FLUSH_DELAY_SECS)
 
     def _all_records(self) -> list[WorkerRecord]:
         current = [c.record for c in self._children.values()]
@@ -636,9 +685,24 @@ class SubAgentManager:
         await self.writer.flush()
 
 
-def _next_action(record: WorkerRecord) -> str:
-    if record.status == "completed":
-        return "review the report and verify claimed side effects"
-    if record.status == "interrupted" and record.checkpoint:
-        return "agent_eval with continue: true to resume, or agent_close"
-    return "read the error; reopen with a corrected assignment if needed"
+class _Wait:
+    """Marks a child as waiting on other children for the length of a `with` block."""
+
+    def __init__(self, manager: SubAgentManager, child: Child | None) -> None:
+        self.manager = manager
+        self.child = child
+
+    def __enter__(self) -> None:
+        if self.child is not None and not self.child.record.terminal:
+            self.manager.lifecycle.move(
+                self.child.record, ChildState.WAITING_FOR_CHILDREN, "waiting in agent_eval"
+            )
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.child is not None and not self.child.record.terminal:
+            self.manager.lifecycle.move(self.child.record, ChildState.RUNNING_TOOL)
+            self.manager.liveness.touch(self.child)
+
+
+def _matches(value: str, reference: str) -> bool:
+    return value == reference or value.lower() == reference.lower()

@@ -9,6 +9,7 @@ from typing import Any
 
 MAX_EVENTS = 128
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
+USAGE_KEYS = ("input", "output", "cache_hit", "cache_miss")
 WHALES = (
     "Moby",
     "Humphrey",
@@ -48,9 +49,16 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def zero_usage() -> dict[str, int]:
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
 @dataclass
 class WorkerRecord:
-    """One child's persisted state; mutated only by the manager."""
+    """One child's persisted state, owned by the manager.
+
+    `status` and `worker_status` change only through `Lifecycle.move`.
+    """
 
     run_id: str
     agent_id: str
@@ -75,9 +83,9 @@ class WorkerRecord:
     error: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, str] = field(default_factory=dict)
-    usage: dict[str, int] = field(
-        default_factory=lambda: {"input": 0, "output": 0, "cache_hit": 0, "cache_miss": 0}
-    )
+    usage: dict[str, int] = field(default_factory=zero_usage)
+    # Tokens its own children (and theirs) spent: rolled up, never counted in `usage`.
+    descendant_usage: dict[str, int] = field(default_factory=zero_usage)
     verification: dict[str, Any] = field(default_factory=lambda: {"status": "self_report_only"})
     report: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
@@ -87,6 +95,11 @@ class WorkerRecord:
     activity: str = ""
     owner_pid: int | None = None
     event_seq: int = 0
+    # The conversation (session id) it belongs to, and the child that opened it, if any.
+    session_id: str = ""
+    parent_agent_id: str | None = None
+    # Its ceiling (authority.Authority.to_json()), so a continuation never widens it.
+    authority: dict[str, Any] = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
@@ -110,7 +123,7 @@ class WorkerRecord:
         data = dict(vars(self))
         for key in ("events", "allowed_tools"):
             data[key] = list(data[key])
-        for key in ("artifacts", "usage", "verification"):
+        for key in ("artifacts", "usage", "descendant_usage", "verification", "authority"):
             data[key] = dict(data[key])
         return data
 
@@ -151,6 +164,8 @@ class WorkerRecord:
             "transcript_handle": transcript_handle,
             "follow_up": {"tool": "agent_eval", "agent_id": self.agent_id},
             "usage": dict(self.usage),
+            "descendant_usage": dict(self.descendant_usage),
+            "authority": dict(self.authority),
             "verification": dict(self.verification),
         }
         if self.error:
@@ -179,6 +194,9 @@ class AgentSnapshot:
     elapsed_ms: int
     tokens: int
     terminal: bool
+    model: str = ""
+    # Interrupted with a checkpoint: `agent_eval {continue: true}` can run it on.
+    continuable: bool = False
 
 
 def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
@@ -197,4 +215,6 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         elapsed_ms=record.duration_ms(),
         tokens=usage.get("input", 0) + usage.get("output", 0),
         terminal=record.terminal,
+        model=record.model,
+        continuable=record.status == "interrupted" and record.checkpoint is not None,
     )

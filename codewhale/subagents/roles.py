@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from enum import StrEnum
 
+from codewhale.authority import Authority
 from codewhale.permissions import CommandClass
 
 
@@ -28,44 +29,32 @@ ALIASES: dict[Role, tuple[str, ...]] = {
     Role.CUSTOM: (),
 }
 
-WRITE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch", "revert_turn"})
-PLAN_TOOLS = frozenset({"update_plan", "checklist_write"})
 AGENT_TOOLS = frozenset({"agent_open", "agent_eval", "agent_close"})
 
-
-@dataclass(frozen=True)
-class Posture:
-    """What a role may do: file writes, plan artifacts, and which shell commands."""
-
-    writes: bool
-    plan_artifacts: bool
-    # None = no shell; CommandClass.OTHER = any command; READ_ONLY / TEST = those only.
-    shell: CommandClass | None
-    label: str
-
-    def refusal(self, tool: str, role_name: str) -> str | None:
-        """Why `tool` is not allowed in this posture, or None if it is."""
-        if tool in WRITE_TOOLS and not self.writes:
-            return (
-                f"{tool} is not available to the {role_name} role ({self.label}): it may not "
-                "modify files. Report the change you would make instead."
-            )
-        if tool in PLAN_TOOLS and not (self.writes or self.plan_artifacts):
-            return f"{tool} is not available to the {role_name} role ({self.label})."
-        if tool == "exec_shell" and self.shell is None:
-            return f"exec_shell is not available to the {role_name} role ({self.label})."
-        return None
-
-
-POSTURES: dict[Role, Posture] = {
-    Role.GENERAL: Posture(True, True, CommandClass.OTHER, "full access"),
-    Role.EXPLORE: Posture(False, False, CommandClass.READ_ONLY, "read-only"),
-    Role.PLAN: Posture(False, True, CommandClass.READ_ONLY, "read-only plus plan artifacts"),
-    Role.REVIEW: Posture(False, False, None, "read-only, no shell"),
-    Role.IMPLEMENTER: Posture(True, True, CommandClass.OTHER, "full access"),
-    Role.VERIFIER: Posture(False, False, CommandClass.TEST, "read-only plus test commands"),
-    Role.CUSTOM: Posture(True, True, CommandClass.OTHER, "explicit tool list"),
+# (writes, plan artifacts, shell scope, description) per role; spec §1's table.
+_POSTURES: dict[Role, tuple[bool, bool, CommandClass | None, str]] = {
+    Role.GENERAL: (True, True, CommandClass.OTHER, "full access"),
+    Role.EXPLORE: (False, False, CommandClass.READ_ONLY, "read-only"),
+    Role.PLAN: (False, True, CommandClass.READ_ONLY, "read-only plus plan artifacts"),
+    Role.REVIEW: (False, False, None, "read-only, no shell"),
+    Role.IMPLEMENTER: (True, True, CommandClass.OTHER, "full access"),
+    Role.VERIFIER: (False, False, CommandClass.TEST, "read-only plus test commands"),
+    Role.CUSTOM: (True, True, CommandClass.OTHER, "explicit tool list"),
 }
+
+
+def role_authority(role: Role, type_name: str, tools: Iterable[str] = ()) -> Authority:
+    """The ceiling a role imposes by itself (before its opener's authority narrows it)."""
+    writes, plan_artifacts, shell, description = _POSTURES[role]
+    listed = frozenset(tools)
+    return Authority(
+        writes=writes,
+        plan_artifacts=plan_artifacts,
+        shell=shell,
+        tools=listed or None,
+        label=f"the {type_name} role ({description})",
+    )
+
 
 UI_COLORS = {
     Role.GENERAL: "white",

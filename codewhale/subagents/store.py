@@ -19,7 +19,7 @@ from typing import Any
 
 from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths
-from codewhale.subagents.records import TERMINAL, WorkerRecord
+from codewhale.subagents.records import WorkerRecord
 
 SCHEMA_VERSION = 1
 MAX_RECORDS = 256
@@ -123,6 +123,29 @@ class SubagentStore:
     def transcript_path(self, agent_id: str) -> Path:
         return self.transcripts_dir / f"{agent_id}.jsonl"
 
+    def load_transcript(self, agent_id: str) -> list[dict[str, Any]]:
+        """Every whole message line; a torn last line (a crash mid-write) is left out."""
+        path = self.transcript_path(agent_id)
+        messages = []
+        try:
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    if not line.endswith("\n"):
+                        break
+                    try:
+                        message = json.loads(line)
+                    except ValueError:
+                        break
+                    if isinstance(message, dict):
+                        messages.append(message)
+        except FileNotFoundError:
+            return []
+        return messages
+
+    def rewrite_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
+        atomic_write_text(self.transcript_path(agent_id), text, mode=0o644)
+
     def append_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
         path = self.transcript_path(agent_id)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,18 +171,26 @@ class CoalescedWriter:
         self.records = records
         self.enabled = enabled
         self._task: asyncio.Task[None] | None = None
+        self._dirty = False
 
     def mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
         if not self.enabled():
             return
+        self._dirty = True
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._write_later(delay))
 
     async def _write_later(self, delay: float) -> None:
         await asyncio.sleep(delay)
-        snapshot = self.store.snapshot(self.records())
-        # Encoding and the write (with its fsync) run in a thread so children keep streaming.
-        await asyncio.to_thread(self.store.write, snapshot)
+        # A change marked while a write is in flight gets a write of its own.
+        while self._dirty:
+            self._dirty = False
+            snapshot = self.store.snapshot(self.records())
+            # Encoding and the write (with its fsync) run in a thread so children keep
+            # streaming.
+            await asyncio.to_thread(self.store.write, snapshot)
+            if self._dirty:
+                await asyncio.sleep(FLUSH_DELAY_SECS)
 
     async def flush(self) -> None:
         """Write the current state now (after any write already in flight)."""
@@ -183,14 +214,3 @@ def trim(records: list[WorkerRecord]) -> list[WorkerRecord]:
     dropped = {id(r) for r in finished[:excess]}
     kept = [r for r in records if id(r) not in dropped]
     return kept[-MAX_RECORDS:]
-
-
-def reconcile_dead_owners(records: list[WorkerRecord]) -> list[WorkerRecord]:
-    """Records left running by a process that no longer exists become interrupted."""
-    for record in records:
-        if record.status not in TERMINAL and not pid_alive(record.owner_pid):
-            record.status = "interrupted"
-            record.worker_status = "interrupted"
-            record.error = RESTART_REASON
-            record.add_event("interrupted", RESTART_REASON)
-    return records

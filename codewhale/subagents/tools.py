@@ -11,7 +11,7 @@ from codewhale.subagents.spawn import SpawnError
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
-    from codewhale.engine.loop import Engine
+    from codewhale.subagents.child import Opener
     from codewhale.subagents.manager import SubAgentManager
 
 
@@ -21,11 +21,10 @@ class _AgentTool(Tool):
     approval = ApprovalClass.AUTO
     sequential = True
 
-    def __init__(self, manager: SubAgentManager, depth: int = 3) -> None:
+    def __init__(self, manager: SubAgentManager, opener: Opener) -> None:
         self.manager = manager
-        # The largest max_depth the children opened through this tool may have.
-        self.depth = depth
-        self.opener: Engine | None = None
+        # The conversation these tools act for: children opened here report back to it.
+        self.opener = opener
 
     def reply(self, data: dict[str, Any]) -> ToolResult:
         return ToolResult(json.dumps(data, ensure_ascii=False, indent=2))
@@ -66,11 +65,6 @@ class AgentOpen(_AgentTool):
         return str(arguments.get("description") or arguments.get("prompt") or "")[:80]
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        requested = arguments.get("max_depth", 0)
-        if isinstance(requested, int) and 0 < self.depth < requested <= 3:
-            raise ToolError(f"max_depth must be at most {self.depth} for a sub-agent opened here")
-        if isinstance(requested, int) and self.depth == 0 and requested > 0:
-            raise ToolError("max_depth must be 0 for a sub-agent opened here")
         try:
             return self.reply(self.manager.open(arguments, opener=self.opener))
         except SpawnError as error:
@@ -102,7 +96,7 @@ class AgentEval(_AgentTool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
-            return self.reply(await self.manager.evaluate(arguments))
+            return self.reply(await self.manager.evaluate(arguments, self.opener))
         except SpawnError as error:
             raise ToolError(str(error)) from None
 
@@ -121,17 +115,10 @@ class AgentClose(_AgentTool):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         reference = arguments.get("agent_id") or arguments.get("name") or arguments.get("id")
         try:
-            return self.reply(await self.manager.close(reference))
+            return self.reply(await self.manager.close(reference, self.opener))
         except SpawnError as error:
             raise ToolError(str(error)) from None
 
 
-def agent_tools(manager: SubAgentManager, depth: int = 3) -> list[Tool]:
-    return [AgentOpen(manager, depth), AgentEval(manager, depth), AgentClose(manager, depth)]
-
-
-def bind_opener(tools: list[Tool], engine: Engine) -> None:
-    """agent_open forks from this engine's context."""
-    for tool in tools:
-        if isinstance(tool, _AgentTool):
-            tool.opener = engine
+def agent_tools(manager: SubAgentManager, opener: Opener) -> list[Tool]:
+    return [AgentOpen(manager, opener), AgentEval(manager, opener), AgentClose(manager, opener)]

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from codewhale.authority import Authority
 from codewhale.handles import HandleStore
-from codewhale.permissions import ApprovalClass, CommandClass, Mode, confine
+from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, confine
 from codewhale.tools.journal import ChangeJournal
 from codewhale.work_state import WorkState
 
@@ -25,16 +26,21 @@ class ToolContext:
     workspace: Path
     session_id: str
     handles: HandleStore = field(default_factory=HandleStore)
-    mode: Mode = Mode.AGENT
+    # Shared by the whole delegation tree: the session's mode, read at every call.
+    modes: ModeSwitch = field(default_factory=ModeSwitch)
     work: WorkState = field(default_factory=WorkState)
     journal: ChangeJournal = field(default_factory=ChangeJournal)
     memory_file: Path | None = None
     memory_enabled: bool = False
     allow_private_network: bool = False
-    # None: any command; otherwise the strongest command class allowed (roles).
-    shell_ceiling: CommandClass | None = None
-    # Shown in refusals so the model knows which posture refused it.
-    posture_name: str = ""
+    # What this conversation may do; checked by the dispatcher before any approval.
+    authority: Authority = field(default_factory=Authority.full)
+    # "Always allow" answers (permissions.approval_scope keys), shared by the whole tree.
+    always_allowed: set[str] = field(default_factory=set)
+
+    @property
+    def mode(self) -> Mode:
+        return self.modes.current
 
     def path(self, raw: Any) -> Path:
         """A workspace-confined path from a model-supplied string."""
@@ -66,6 +72,9 @@ class Tool(ABC):
     plan_artifact: ClassVar[bool] = False
     # Auto-approved but order-sensitive (e.g. agent_open): never run alongside siblings.
     sequential: ClassVar[bool] = False
+    # The tool caps its own output (handle_read): the dispatcher must not offload it into
+    # another handle, or a projection could never return more than the offload threshold.
+    bounded_output: ClassVar[bool] = False
 
     def schema(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from codewhale.permissions import ApprovalClass, CommandClass, classify_command
+from codewhale.permissions import ApprovalClass
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 DEFAULT_TIMEOUT_SECS = 120
@@ -29,17 +29,6 @@ def child_environment(parent: Mapping[str, str]) -> dict[str, str]:
         if not name.startswith(("CODEWHALE_", "DEEPSEEK_"))
         and not name.upper().endswith(_SECRET_SUFFIXES)
     }
-
-
-def _allowed_by_ceiling(command: str, ceiling: CommandClass | None) -> bool:
-    if ceiling is None:
-        return True
-    kind = classify_command(command)
-    if ceiling is CommandClass.READ_ONLY:
-        return kind is CommandClass.READ_ONLY
-    if ceiling is CommandClass.TEST:
-        return kind in (CommandClass.READ_ONLY, CommandClass.TEST)
-    return False
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -76,12 +65,6 @@ class ExecShell(Tool):
         command = arguments["command"]
         if not command.strip():
             raise ToolError("command must not be empty")
-        if not _allowed_by_ceiling(command, context.shell_ceiling):
-            allowed = "read-only" if context.shell_ceiling is CommandClass.READ_ONLY else "test"
-            raise ToolError(
-                f"The {context.posture_name or 'current'} posture only allows {allowed} "
-                f"commands, and this one could not be proven {allowed}: {command!r}"
-            )
         timeout = min(
             max(int(arguments.get("timeout_secs") or DEFAULT_TIMEOUT_SECS), 1), MAX_TIMEOUT_SECS
         )

@@ -159,6 +159,9 @@ class HandleRead(Tool):
         },
         "required": ["handle"],
     }
+    # Replies are capped by max_chars (at most 50000); offloading one into yet another
+    # handle would make most of a big payload unreachable.
+    bounded_output = True
 
     def summary(self, arguments: dict[str, Any]) -> str:
         handle = arguments.get("handle")
@@ -166,7 +169,8 @@ class HandleRead(Tool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
-            reply = context.handles.read(arguments)
+            # Off the event loop: a thread, and a worker process for big JSONPath queries.
+            reply = await context.handles.read_async(arguments)
         except HandleError as error:
             raise ToolError(str(error)) from None
         return ToolResult(json.dumps(reply, ensure_ascii=False, indent=2))

@@ -10,8 +10,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Static
 
+from codewhale.runtime import Runtime, RuntimeRequestError
 from codewhale.sanitize import clean_text
-from codewhale.subagents.spawn import SpawnError
 
 TRANSCRIPT_TAIL = 40
 
@@ -33,6 +33,7 @@ class AgentScreen(Screen[None]):
         )
         with Horizontal(id="agent-actions"):
             yield Button("Cancel agent", id="cancel", variant="error")
+            yield Button("Continue", id="continue", variant="primary")
             yield Button("Back", id="back")
         yield Footer()
 
@@ -40,14 +41,19 @@ class AgentScreen(Screen[None]):
         self.refresh_view()  # later refreshes come from the app on this agent's mailbox events
 
     @property
-    def manager(self):
-        return self.app.session.manager
+    def runtime(self) -> Runtime | None:
+        return getattr(self.app, "runtime", None)
 
     def refresh_view(self) -> None:
-        snapshot = self.manager.snapshot_of(self.agent_id)
+        runtime = self.runtime
+        if runtime is None:
+            return
+        snapshot = runtime.manager.snapshot_of(self.agent_id)
         if snapshot is None:
             return
-        record = next(r for r in self.manager.records() if r["agent_id"] == self.agent_id)
+        self.query_one("#continue", Button).display = snapshot.continuable
+        self.query_one("#cancel", Button).disabled = snapshot.terminal
+        record = next(r for r in runtime.manager.records() if r["agent_id"] == self.agent_id)
         self.query_one("#agent-header", Static).update(
             f"{snapshot.nickname} · {snapshot.type} · {snapshot.status} · "
             f"{snapshot.steps_taken} steps · {snapshot.tokens} tokens"
@@ -60,7 +66,7 @@ class AgentScreen(Screen[None]):
             if report.get(section):
                 details.append(f"{section.upper()}: {report[section]}")
         self.query_one("#agent-record", Static).update(clean_text("\n".join(details)))
-        path = self.manager.store.transcript_path(self.agent_id)
+        path = runtime.transcript_path(self.agent_id)
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
         shown = []
         for line in lines[-TRANSCRIPT_TAIL:]:
@@ -77,18 +83,23 @@ class AgentScreen(Screen[None]):
         self.query_one("#agent-transcript", Static).update(clean_text("\n\n".join(shown)))
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
+        runtime = self.runtime
+        if not event.value.strip() or runtime is None:
             return
-        reply = await self.manager.evaluate({"agent_id": self.agent_id, "message": event.value})
+        reply = await runtime.message_agent(self.agent_id, event.value)
         delivery = reply.get("message_delivery", {})
         self.notify("delivered" if delivery.get("delivered") else delivery.get("reason", ""))
         event.input.value = ""
 
     async def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "cancel":
+        runtime = self.runtime
+        if event.button.id in ("cancel", "continue") and runtime is not None:
             try:
-                await self.manager.close(self.agent_id)
-            except SpawnError as error:
+                if event.button.id == "cancel":
+                    await runtime.cancel_agent(self.agent_id)
+                else:
+                    await runtime.continue_agent(self.agent_id)
+            except RuntimeRequestError as error:
                 self.notify(str(error), severity="error")
             self.refresh_view()
         else:

@@ -14,12 +14,10 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 
 from codewhale import __version__
-from codewhale.config import LoadedConfig
-from codewhale.engine import events
-from codewhale.engine.session import Session, SessionSetupError, open_session
+from codewhale.config import ConfigError, LoadedConfig
 from codewhale.providers.local_model import limits
 from codewhale.providers.presets import preset_for
-from codewhale.providers.types import Usage
+from codewhale.runtime import Runtime, RuntimeSetupError, events, open_runtime
 from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.command_handlers import build_registry
 from codewhale.tui.commands import SlashCommandProvider, split_command
@@ -29,6 +27,7 @@ from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import Transcript
 
 NARROW_COLUMNS = 100
+NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
 
 
 @dataclass
@@ -56,16 +55,18 @@ class CodeWhaleApp(App[None]):
         *,
         resume: str | None = None,
         continue_latest: bool = False,
+        overrides: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.loaded = loaded
         self.workspace = workspace
         self.resume = resume
         self.continue_latest = continue_latest
-        self.session: Session | None = None
+        # --model / --provider / --base-url: they win over config for every runtime we open.
+        self.overrides = dict(overrides or {})
+        self.runtime: Runtime | None = None
         self.registry = build_registry()
         self.turn_running = False
-        self.usage = Usage()
         self.sidebar_wanted = loaded.config.tui.sidebar
         self.sidebar_forced = False  # shown on a narrow terminal because the user asked
         self._approvals: deque[events.ApprovalRequested] = deque()
@@ -96,35 +97,33 @@ class CodeWhaleApp(App[None]):
     def composer(self) -> Composer:
         return self.query_one(Composer)
 
-    @property
-    def engine(self):
-        assert self.session is not None
-        return self.session.engine
-
     async def on_mount(self) -> None:
         self._apply_sidebar()
         self.sidebar.show_work({})
-        await self.open_session()
+        await self.open_runtime()
 
-    async def open_session(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
+    async def open_runtime(self) -> None:
+        if self.runtime is not None:
+            await self.runtime.close()
+            self.runtime = None
         try:
-            self.session = open_session(
+            self.runtime = open_runtime(
                 workspace=self.workspace,
+                overrides=self.overrides,
                 emit=lambda event: self.post_message(EngineEvent(event)),
                 resume=self.resume,
                 continue_latest=self.continue_latest,
             )
-        except SessionSetupError as error:
+        except (RuntimeSetupError, ConfigError) as error:
             await self.transcript.notice(str(error), "error")
             return
-        for warning in self.session.warnings:
+        for warning in self.runtime.warnings:
             await self.transcript.notice(warning, "warning")
-        await self.replay_history(self.session.engine.messages)
-        settings = self.session.loaded.provider_settings()
-        if self.session.loaded.offline_fallback or (
+        await self.replay_history(self.runtime.messages)
+        for snapshot in self.runtime.agents():
+            await self.sidebar.show_agent(snapshot)
+        settings = self.runtime.settings
+        if self.runtime.loaded.offline_fallback or (
             not settings.api_key and preset_for(settings.provider).needs_key
         ):
             from codewhale.tui.onboarding import OnboardingScreen
@@ -146,12 +145,12 @@ class CodeWhaleApp(App[None]):
     async def resume_session(self, session_id: str) -> None:
         await self.transcript.remove_children()
         self.resume, self.continue_latest = session_id, False
-        await self.open_session()
+        await self.open_runtime()
         await self.transcript.notice(f"Resumed {session_id}.")
 
     def _after_onboarding(self, saved: bool | None) -> None:
         if saved:
-            self.run_worker(self.open_session(), group="session")
+            self.run_worker(self.open_runtime(), group="session")
 
     def on_text_area_changed(self, event) -> None:
         """Typing `/…` or `@…` shows what Tab would complete to."""
@@ -180,17 +179,19 @@ class CodeWhaleApp(App[None]):
         self.sidebar.display = self.sidebar_wanted and (not narrow or self.sidebar_forced)
 
     def refresh_status(self) -> None:
-        if self.session is None:
+        runtime = self.runtime
+        if runtime is None:
             return
         lines = self.query(StatusLine)
         if not lines:  # the app is shutting down
             return
-        settings = self.session.loaded.provider_settings()
+        settings = runtime.settings
         lines.first().show(
             workspace=self.workspace,
-            mode=self.engine.context.mode,
-            model=self.engine.model or settings.model,
-            usage=self.engine.usage,
+            mode=runtime.mode,
+            model=runtime.model,
+            usage=runtime.usage,
+            cost=runtime.cost_usd,
             running=self.turn_running,
             limits=limits(settings.offer_tools) if settings.provider == "local" else None,
         )
@@ -201,10 +202,10 @@ class CodeWhaleApp(App[None]):
         text = message.text
         if text.strip().startswith("/"):
             await self.run_command(text)
-        elif self.session is None:
-            await self.transcript.notice("No session: fix the error above and restart.", "error")
+        elif self.runtime is None:
+            await self.transcript.notice(NO_SESSION, "error")
         elif self.turn_running:
-            self.engine.steer(text)
+            self.runtime.steer(text)
             await self.transcript.user(text, steer=True)
         else:
             await self.start_turn(text)
@@ -216,8 +217,9 @@ class CodeWhaleApp(App[None]):
         self.run_worker(self._turn(prompt), group="turn", exclusive=False)
 
     async def _turn(self, prompt: str) -> None:
+        assert self.runtime is not None
         try:
-            await self.engine.run_turn(prompt)
+            await self.runtime.submit(prompt)
         finally:
             self.turn_running = False
             self.refresh_status()
@@ -225,11 +227,11 @@ class CodeWhaleApp(App[None]):
     async def on_composer_tab_pressed(self, message: Composer.TabPressed) -> None:
         text = message.text
         if not text.strip():
-            if self.session is not None:
-                self.engine.context.mode = self.engine.context.mode.next()
+            if self.runtime is not None:
+                self.runtime.set_mode(self.runtime.mode.next())
                 self.refresh_status()
-        elif self.turn_running:
-            self.engine.queue(text)
+        elif self.turn_running and self.runtime is not None:
+            self.runtime.queue(text)
             self.composer.clear()
             await self.transcript.notice(f"queued for after this turn: {text.strip()}", "steer")
         elif text.startswith("/") and " " not in text.strip():
@@ -265,8 +267,8 @@ class CodeWhaleApp(App[None]):
         return [relative for _, relative in scored[:limit]]
 
     async def on_composer_escape_pressed(self, message: Composer.EscapePressed) -> None:
-        if self.turn_running and self.session is not None:
-            self.engine.cancel()
+        if self.turn_running and self.runtime is not None:
+            self.runtime.cancel_turn()
         else:
             self.composer.clear()
 
@@ -276,12 +278,15 @@ class CodeWhaleApp(App[None]):
         if command is None:
             await self.transcript.notice(self.registry.unknown_message(name), "error")
             return
+        if command.needs_session and self.runtime is None:
+            await self.transcript.notice(NO_SESSION, "error")
+            return
         await command.handler(self, arguments)
 
     # -- engine events -----------------------------------------------------------------------
 
     async def on_engine_event(self, message: EngineEvent) -> None:
-        if self.session is None:
+        if self.runtime is None:
             # Quitting: events posted before the session closed arrive after the
             # widgets are gone and have nowhere to go.
             return
@@ -291,23 +296,23 @@ class CodeWhaleApp(App[None]):
             self._next_approval()
             return
         if isinstance(event, events.AgentEvent):
-            await self._agent_event(event.envelope)
+            await self._agent_event(event.envelope())
             return
         await self.transcript.apply(event)
         if isinstance(event, events.ToolCallFinished) and event.name in (
             "checklist_write",
             "update_plan",
         ):
-            self.sidebar.show_work(self.engine.context.work.snapshot())
+            self.sidebar.show_work(self.runtime.work())
         if isinstance(event, events.ToolCallFinished) and event.name.startswith("rlm_"):
-            self.sidebar.show_rlm(self.session.rlm.sessions)
+            self.sidebar.show_rlm(self.runtime.rlm.sessions)
         if isinstance(event, events.UsageEvent | events.TurnComplete):
             self.refresh_status()
 
     async def _agent_event(self, envelope: dict) -> None:
-        if self.session is None:
+        if self.runtime is None:
             return
-        snapshot = self.session.manager.snapshot_of(envelope["agent_id"])
+        snapshot = self.runtime.manager.snapshot_of(envelope["agent_id"])
         if snapshot is not None:
             await self.sidebar.show_agent(snapshot)
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
@@ -362,6 +367,6 @@ class CodeWhaleApp(App[None]):
         await self._close_session()
 
     async def _close_session(self) -> None:
-        session, self.session = self.session, None
-        if session is not None:
-            await session.close()
+        runtime, self.runtime = self.runtime, None
+        if runtime is not None:
+            await runtime.close()

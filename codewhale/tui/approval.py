@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from codewhale.engine import events
+from codewhale.runtime import events
 from codewhale.sanitize import clean_text
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from codewhale.engine.slash_prompts import (
+from codewhale.paths import user_dirs
+from codewhale.permissions import Mode
+from codewhale.runtime import Runtime, RuntimeRequestError
+from codewhale.runtime.slash_prompts import (
     SlashUsageError,
     agent_prompt,
     parse_agent_arguments,
     relay_prompt,
     rlm_prompt,
 )
-from codewhale.paths import user_dirs
-from codewhale.permissions import Mode
 from codewhale.sessions.store import SessionStore
-from codewhale.subagents.spawn import SpawnError, validate_model
 from codewhale.tui.commands import CommandRegistry, SlashCommand
 
 if TYPE_CHECKING:
@@ -38,19 +38,24 @@ async def _help(app: CodeWhaleApp, arguments: str) -> None:
 
 async def _agent(app: CodeWhaleApp, arguments: str) -> None:
     word, _, rest = arguments.strip().partition(" ")
-    manager = app.session.manager
+    runtime = _runtime(app)
     if word == "list":
         await _agents(app, "")
         return
-    if word in ("show", "cancel"):
+    if word in ("show", "cancel", "continue"):
         try:
             if word == "cancel":
-                reply = await manager.close(rest.strip())
+                reply = await runtime.cancel_agent(rest.strip())
                 await app.transcript.notice(f"{reply['agent_id']} is {reply['status']}")
+            elif word == "continue":
+                reply = await runtime.continue_agent(rest.strip())
+                outcome = reply.get("continuation", {})
+                said = "continuing" if outcome.get("resumed") else outcome.get("reason", "")
+                await app.transcript.notice(f"{reply['agent_id']}: {said}")
             else:
-                reply = await manager.evaluate({"agent_id": rest.strip()})
+                reply = await runtime.agent(rest.strip())
                 await app.transcript.notice(json.dumps(reply, indent=2)[:4000])
-        except SpawnError as error:
+        except RuntimeRequestError as error:
             await app.transcript.notice(str(error), "error")
         return
     try:
@@ -71,72 +76,56 @@ async def _rlm(app: CodeWhaleApp, arguments: str) -> None:
 
 
 async def _agents(app: CodeWhaleApp, arguments: str) -> None:
-    snapshots = app.session.manager.snapshot()
+    snapshots = _runtime(app).agents()
     if not snapshots:
         await app.transcript.notice("No sub-agents in this session.")
         return
     lines = [
         f"{s.agent_id}  {s.nickname:<10} {s.type:<12} {s.status:<11} {s.description}"
+        + ("  (continuable: /agent continue ID)" if s.continuable else "")
         for s in snapshots
     ]
     await app.transcript.notice("\n".join(lines))
 
 
 async def _mode(app: CodeWhaleApp, arguments: str) -> None:
-    context = app.engine.context
+    runtime = _runtime(app)
     choice = arguments.strip().lower()
     if not choice:
-        context.mode = context.mode.next()
+        runtime.set_mode(runtime.mode.next())
     elif choice in {m.value for m in Mode}:
-        context.mode = Mode(choice)
+        runtime.set_mode(Mode(choice))
     else:
         await app.transcript.notice("usage: /mode [plan|agent|yolo]", "error")
         return
     app.refresh_status()
-    await app.transcript.notice(f"mode: {context.mode.value}")
+    await app.transcript.notice(f"mode: {runtime.mode.value}")
 
 
 async def _model(app: CodeWhaleApp, arguments: str) -> None:
+    runtime = _runtime(app)
     model = arguments.strip()
     if not model:
-        await app.transcript.notice(f"model: {app.engine.model}")
+        await app.transcript.notice(f"model: {runtime.model}")
         return
     try:
-        validate_model(model, app.session.loaded.provider_settings())
-    except SpawnError as error:
+        runtime.set_model(model)
+    except RuntimeRequestError as error:
         await app.transcript.notice(str(error), "error")
         return
-    app.engine.model = model
     app.refresh_status()
     await app.transcript.notice(f"model: {model}")
 
 
 async def _relay(app: CodeWhaleApp, focus: str) -> None:
-    engine = app.engine
-    work = engine.context.work
-    agents = [
-        f"{s.agent_id} {s.type} {s.status}: {s.description}" for s in app.session.manager.snapshot()
-    ]
-    snapshot = "\n".join(
-        [
-            f"- workspace: {app.workspace}",
-            f"- mode: {engine.context.mode.value}",
-            f"- model: {engine.model}",
-            f"- focus: {focus.strip() or '(none given)'}",
-            f"- checklist: {work.render_checklist()}",
-            f"- plan: {work.render_plan() or '(none)'}",
-            f"- open sub-agents: {'; '.join(agents) or 'none'}",
-            f"- open RLM sessions: {', '.join(app.session.rlm.sessions) or 'none'}",
-        ]
-    )
-    await _prompt(app, relay_prompt(focus, snapshot), f"/relay {focus.strip()}".strip())
+    prompt = relay_prompt(focus, _runtime(app).relay_snapshot(focus))
+    await _prompt(app, prompt, f"/relay {focus.strip()}".strip())
 
 
 async def _sessions(app: CodeWhaleApp, arguments: str) -> None:
+    current = app.runtime.info.id if app.runtime is not None else None
     sessions = [
-        s
-        for s in SessionStore(user_dirs().data_dir).list(app.workspace)
-        if app.session is None or s.id != app.session.info.id
+        s for s in SessionStore(user_dirs().data_dir).list(app.workspace) if s.id != current
     ]
     if not sessions:
         await app.transcript.notice("No other saved sessions for this workspace.")
@@ -151,9 +140,8 @@ async def _sessions(app: CodeWhaleApp, arguments: str) -> None:
 
 
 async def _memory(app: CodeWhaleApp, arguments: str) -> None:
-    context = app.engine.context
-    path = context.memory_file
-    if not context.memory_enabled:
+    enabled, path = _runtime(app).memory()
+    if not enabled:
         await app.transcript.notice(
             f"Memory is off. Enable it with [memory] enabled = true in {app.loaded.user_file} "
             "or CODEWHALE_MEMORY=on, then restart."
@@ -165,23 +153,23 @@ async def _memory(app: CodeWhaleApp, arguments: str) -> None:
 
 
 async def _clear(app: CodeWhaleApp, arguments: str) -> None:
-    engine = app.engine
-    del engine.messages[1:]
+    try:
+        _runtime(app).clear()
+    except RuntimeRequestError as error:
+        await app.transcript.notice(str(error), "error")
+        return
     await app.transcript.remove_children()
     await app.transcript.notice("Conversation cleared (sub-agents keep running).")
 
 
 async def _revert(app: CodeWhaleApp, arguments: str) -> None:
-    from codewhale.tools.base import ToolError
-    from codewhale.tools.work import RevertTurn
-
     count = int(arguments) if arguments.strip().isdigit() else 1
     try:
-        result = await RevertTurn().run({"turns": count}, app.engine.context)
-    except ToolError as error:
+        restored = await _runtime(app).revert(count)
+    except RuntimeRequestError as error:
         await app.transcript.notice(str(error), "error")
         return
-    await app.transcript.notice(result.output)
+    await app.transcript.notice(restored)
 
 
 async def _quit(app: CodeWhaleApp, arguments: str) -> None:
@@ -190,19 +178,25 @@ async def _quit(app: CodeWhaleApp, arguments: str) -> None:
 
 async def _prompt(app: CodeWhaleApp, prompt: str, shown: str) -> None:
     if app.turn_running:
-        app.engine.queue(prompt)
+        _runtime(app).queue(prompt)
         await app.transcript.notice(f"queued for after this turn: {shown}", "steer")
     else:
         await app.start_turn(prompt, shown=shown)
 
 
+def _runtime(app: CodeWhaleApp) -> Runtime:
+    # run_command refuses commands that need a session when none is open.
+    assert app.runtime is not None
+    return app.runtime
+
+
 def build_registry() -> CommandRegistry:
     registry = CommandRegistry()
     for command in (
-        SlashCommand("help", "list commands and keys", _help),
+        SlashCommand("help", "list commands and keys", _help, needs_session=False),
         SlashCommand(
             "agent",
-            "delegate a task to a sub-agent; or list, show ID, cancel ID",
+            "delegate a task to a sub-agent; or list, show ID, cancel ID, continue ID",
             _agent,
             usage="[N] <task>",
         ),
@@ -219,12 +213,21 @@ def build_registry() -> CommandRegistry:
         ),
         SlashCommand("mode", "switch Plan / Agent / YOLO", _mode, usage="[plan|agent|yolo]"),
         SlashCommand("model", "show or change the model", _model, usage="[id]"),
-        SlashCommand("sessions", "pick a saved session of this workspace to resume", _sessions),
+        SlashCommand(
+            "sessions",
+            "pick a saved session of this workspace to resume",
+            _sessions,
+            needs_session=False,
+        ),
         SlashCommand("memory", "show the memory file the model sees", _memory),
         SlashCommand("revert", "restore files changed in the last N turns", _revert, usage="[N]"),
         SlashCommand("clear", "start the conversation afresh", _clear),
         SlashCommand(
-            "quit", "leave (running sub-agents are interrupted)", _quit, aliases=("exit",)
+            "quit",
+            "leave (running sub-agents are interrupted)",
+            _quit,
+            aliases=("exit",),
+            needs_session=False,
         ),
     ):
         registry.add(command)

@@ -23,6 +23,8 @@ class SlashCommand:
     handler: Handler
     aliases: tuple[str, ...] = ()
     usage: str = ""
+    # Most commands act on the open session; when it failed to open they say so instead.
+    needs_session: bool = True
 
 
 class CommandRegistry:

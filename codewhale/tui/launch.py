@@ -25,5 +25,6 @@ def launch_tui(args: argparse.Namespace) -> int:
         workspace,
         resume=getattr(args, "resume", None),
         continue_latest=getattr(args, "continue_latest", False),
+        overrides=args.overrides,
     ).run()
     return 0

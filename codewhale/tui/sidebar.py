@@ -9,8 +9,8 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
-from codewhale.subagents.manager import AgentSnapshot
 from codewhale.subagents.roles import UI_COLORS, lookup_role
 
 GLYPHS = {
@@ -51,6 +51,8 @@ class AgentRow(Static, can_focus=True):
         activity = "queued" if snapshot.worker_status == "queued" else snapshot.activity
         if snapshot.terminal:
             activity = snapshot.status
+        if snapshot.continuable:
+            activity = "interrupted · Enter to open, then Continue"
         line.append(f"  {clean_text(activity or snapshot.worker_status)[:40]}", style="dim")
         self.update(line)
 

@@ -1,4 +1,4 @@
-"""The status line: workspace, mode, model, tokens, cache hit rate."""
+"""The status line: workspace, mode, model, tokens, cache hit rate, cost."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from codewhale.permissions import Mode
+from codewhale.providers.pricing import format_cost
 from codewhale.providers.types import Usage
 
 MODE_STYLES = {Mode.PLAN: "bold green", Mode.AGENT: "bold cyan", Mode.YOLO: "bold red"}
@@ -29,6 +30,7 @@ class StatusLine(Static):
         model: str,
         usage: Usage,
         running: bool,
+        cost: float | None = None,
         limits: str | None = None,
     ) -> None:
         line = Text()
@@ -43,6 +45,8 @@ class StatusLine(Static):
         prompt = usage.cache_hit_tokens + usage.cache_miss_tokens
         if prompt:
             line.append(f"  cache {100 * usage.cache_hit_tokens // prompt}%", style="dim")
+        if cost is not None and usage.total_tokens:
+            line.append(f"  {format_cost(cost)}", style="dim")
         if running:
             line.append("  ● working (Enter steers, Tab queues, Esc cancels)", style="yellow")
         self.update(line)

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible, Markdown, Static
 
-from codewhale.engine import events
+from codewhale.runtime import events
 from codewhale.sanitize import clean_text
 
 MAX_MOUNTED = 300  # older cells are dropped so long sessions stay smooth

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from codewhale.engine import events
-from codewhale.engine.session import open_session
 from codewhale.permissions import Mode
+from codewhale.runtime import open_runtime
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
 
@@ -24,11 +24,10 @@ async def make_session(llm, tmp_path, monkeypatch):
 
     def make(mode: Mode = Mode.YOLO, **kwargs):
         seen: list[events.Event] = []
-        session = open_session(
+        session = open_runtime(
             workspace=workspace, mode=mode, emit=seen.append, retry_base_delay_secs=0.01, **kwargs
         )
         session.seen = seen
-        session.workspace = workspace
         opened.append(session)
         return session
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codewhale.engine.session import open_session
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import LocalServerError, StreamInterruptedError
 from codewhale.providers.local_server import process_exited
 from codewhale.providers.types import StreamFinished, TextDelta
+from codewhale.runtime import open_runtime
 from tests.support.local_model import local_settings, make_server, running_server
 
 pytestmark = [pytest.mark.localmodel, pytest.mark.slow, pytest.mark.xdist_group("localmodel")]
@@ -253,7 +253,7 @@ async def test_a_sub_agent_completes_on_the_offline_model(tmp_path):
     workspace = tmp_path / "repo"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("The launch code is 4217.\n")
-    session = open_session(workspace=workspace)
+    session = open_runtime(workspace=workspace)
     try:
         assert session.loaded.offline_fallback and session.local_server is not None
         opened = session.manager.open({"prompt": "Say hello in one sentence.", "type": "general"})

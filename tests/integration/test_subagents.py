@@ -9,10 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from codewhale.engine import events
-from codewhale.engine.session import open_session
 from codewhale.permissions import Mode
 from codewhale.providers.client import encode_body
+from codewhale.runtime import events, open_runtime
 from codewhale.subagents.manager import QUEUED_TEXT
 from codewhale.subagents.spawn import SpawnError
 from codewhale.subagents.store import SubagentStore
@@ -47,11 +46,10 @@ async def make_session(llm, tmp_path, monkeypatch, isolated_home):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(config)
         seen: list[events.Event] = []
-        session = open_session(
+        session = open_runtime(
             workspace=workspace, mode=mode, emit=seen.append, retry_base_delay_secs=0.01
         )
         session.seen = seen
-        session.workspace = workspace
         sessions.append(session)
         return session
 
@@ -62,7 +60,7 @@ async def make_session(llm, tmp_path, monkeypatch, isolated_home):
 
 
 def envelopes(session, kind=None):
-    found = [e.envelope for e in session.seen if isinstance(e, events.AgentEvent)]
+    found = [e.envelope() for e in session.seen if isinstance(e, events.AgentEvent)]
     return [e for e in found if kind is None or e["kind"] == kind]
 
 
@@ -200,7 +198,7 @@ async def test_cap_reached_is_the_exact_error(llm, make_session):
 
 async def test_launch_queue_runs_in_order_with_heartbeats(llm, make_session):
     session = make_session(config="[subagents]\nlaunch_concurrency = 1\n")
-    session.manager.queue_heartbeat = 0.05
+    session.manager.admission.queue_heartbeat = 0.05
     llm.respond = lambda body: Reply(text=REPORT, request_delay=0.15)
     ids = [session.manager.open({"prompt": f"job-{i}-end"})["agent_id"] for i in range(3)]
     for agent_id in ids:
@@ -237,7 +235,7 @@ async def test_cancelling_a_queued_child(llm, make_session):
 
 async def test_heartbeat_auto_cancel_frees_the_slot(llm, make_session):
     session = make_session()
-    session.manager.heartbeat_timeout = 0.3
+    session.manager.liveness.timeout = 0.3
     llm.route(for_task("stuck"), Reply(fault=Fault.stall(seconds=20)))
     opened = session.manager.open({"prompt": "stuck"})
     done = await wait_done(session, opened["agent_id"])
@@ -269,7 +267,11 @@ async def test_api_timeout_interrupts_and_continue_resumes_from_the_checkpoint(l
     second = llm.requests[-1].json["messages"]
     contents = [str(m.get("content")) for m in second]
     assert any("Task:\nslow" in c for c in contents)
-    assert "timed out. Continue the assignment" in contents[-1]
+    assert (
+        "(API call timed out after 300ms; checkpoint preserved for continuation). "
+        in (contents[-1])
+    )
+    assert "Continue the assignment" in contents[-1]
 
 
 async def test_message_to_a_finished_child_is_not_an_error(llm, make_session):
@@ -356,8 +358,8 @@ async def test_custom_child_cannot_run_tools_outside_its_list(llm, make_session)
     await wait_done(session, opened["agent_id"])
     await session.close()
     assert (
-        "list_dir is not in this sub-agent's allowed_tools (read_file)"
-        in (llm.requests[1].json["messages"][-1]["content"])
+        "list_dir is not available to the custom role (explicit tool list) "
+        "(allowed tools: read_file)" in (llm.requests[1].json["messages"][-1]["content"])
     )
     assert [t["function"]["name"] for t in llm.requests[0].json["tools"]] == ["read_file"]
 
@@ -578,7 +580,7 @@ async def test_a_child_with_depth_can_open_its_own_leaf_child(llm, make_session)
     await session.close()
     assert done["status"] == "completed"
     first_try = [r for r in llm.requests if for_task("manager job")(r.json)][1]
-    assert "max_depth must be 0 for a sub-agent opened here" in json.dumps(
+    assert "max_depth must be at most 0 for a sub-agent opened here" in json.dumps(
         first_try.json["messages"][-1]
     )
     records = session.manager.records()

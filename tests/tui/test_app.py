@@ -42,7 +42,7 @@ async def test_a_turn_streams_markdown_and_shows_tool_cells(llm, make_app, works
         cell = app.query_one(ToolCell)
         assert cell.title.startswith("✓ read_file notes.txt")
         assert app.query_one(AssistantMessage).answer == "**Done** reading notes."
-        assert app.engine.usage.input_tokens > 0
+        assert app.runtime.usage.input_tokens > 0
         await app.action_quit()
 
 
@@ -53,7 +53,7 @@ async def test_enter_while_running_steers_and_esc_cancels(llm, make_app, workspa
     )
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
-        app.engine.context.mode = Mode.YOLO
+        app.runtime.set_mode(Mode.YOLO)
         await type_and_send(pilot, "work")
         await wait_for(pilot, lambda: bool(app.query(ToolCell)))
         await type_and_send(pilot, "also this")
@@ -69,11 +69,11 @@ async def test_enter_while_running_steers_and_esc_cancels(llm, make_app, workspa
 async def test_tab_cycles_modes_on_an_empty_composer(make_app, workspace):
     app = make_app(workspace)
     async with app.run_test() as pilot:
-        assert app.engine.context.mode is Mode.AGENT
+        assert app.runtime.mode is Mode.AGENT
         await pilot.press("tab")
-        assert app.engine.context.mode is Mode.YOLO
+        assert app.runtime.mode is Mode.YOLO
         await pilot.press("tab")
-        assert app.engine.context.mode is Mode.PLAN
+        assert app.runtime.mode is Mode.PLAN
         await app.action_quit()
 
 
@@ -81,7 +81,7 @@ async def test_slash_commands(make_app, workspace):
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
         await type_and_send(pilot, "/mode plan")
-        assert app.engine.context.mode is Mode.PLAN
+        assert app.runtime.mode is Mode.PLAN
         await type_and_send(pilot, "/agnet")
         await type_and_send(pilot, "/agent 7 do it")
         await type_and_send(pilot, "/help")
@@ -154,8 +154,8 @@ async def test_onboarding_saves_the_key_privately(llm, monkeypatch, workspace, i
         await wait_for(
             pilot,
             lambda: (
-                app.session is not None
-                and app.session.loaded.config.api_key == "sk-typed-key-123456"
+                app.runtime is not None
+                and app.runtime.loaded.config.api_key == "sk-typed-key-123456"
             ),
         )
         await app.action_quit()
@@ -307,7 +307,7 @@ async def test_sessions_picker_resumes_an_earlier_conversation(llm, make_app, wo
     llm.enqueue(Reply(text="it was 42"))
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for(pilot, lambda: app.session is not None)
+        await wait_for(pilot, lambda: app.runtime is not None)
         await type_and_send(pilot, "/sessions")
         await pilot.pause(0.2)
         assert app.screen.__class__.__name__ == "SessionPicker"
@@ -394,7 +394,7 @@ async def test_offline_onboarding_takes_a_key_without_a_click_and_esc_continues(
         assert app.screen.query_one("#key").value == "sk"
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, OnboardingScreen))
-        assert app.session.loaded.config.provider == "local"
+        assert app.runtime.loaded.config.provider == "local"
         assert app.focused is app.composer
         await app.action_quit()
 
@@ -415,7 +415,7 @@ async def test_onboarding_offers_an_installed_local_server(
         await pilot.click("#local-ollama")
         await wait_for(
             pilot,
-            lambda: app.session is not None and app.session.loaded.config.provider == "ollama",
+            lambda: app.runtime is not None and app.runtime.loaded.config.provider == "ollama",
         )
         assert 'provider = "ollama"' in (isolated_home / "config" / "config.toml").read_text()
         await app.action_quit()

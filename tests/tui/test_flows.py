@@ -46,7 +46,7 @@ async def test_tab_queues_a_draft_for_after_the_turn(llm, make_app, workspace):
     )
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
-        app.engine.context.mode = Mode.YOLO
+        app.runtime.set_mode(Mode.YOLO)
         await type_and_send(pilot, "first")
         await wait_for(pilot, lambda: bool(app.query(ToolCell)))
         for char in "later":
@@ -64,7 +64,7 @@ async def test_quitting_mid_answer_records_the_turn_as_interrupted(llm, make_app
     async with app.run_test(size=(120, 30)) as pilot:
         await type_and_send(pilot, "slow one")
         await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
-        path = app.session.info.path
+        path = app.runtime.info.path
         await app.action_quit()
     records = [json.loads(line) for line in path.read_text().splitlines()]
     ends = [r["event"] for r in records if r.get("event", {}).get("type") == "turn_complete"]
@@ -97,7 +97,7 @@ async def test_plan_mode_refusal_is_shown_and_reaches_the_model(llm, make_app, w
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.press("tab", "tab")  # Agent → YOLO → Plan
-        assert app.engine.context.mode is Mode.PLAN
+        assert app.runtime.mode is Mode.PLAN
         await type_and_send(pilot, "write x")
         await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         cell = app.query_one(ToolCell)
@@ -306,7 +306,7 @@ def test_snapshot_empty_start_steady(snap_compare, fixed_app):
     app = fixed_app()
 
     async def run_before(pilot):
-        await wait_for(pilot, lambda: app.session is not None)
+        await wait_for(pilot, lambda: app.runtime is not None)
         await settle(app, pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
@@ -344,7 +344,7 @@ async def _freeze_rows(app, pilot):
     from dataclasses import replace
 
     for row in app.query(AgentRow):
-        row.show(replace(app.session.manager.snapshot_of(row.agent_id), elapsed_ms=0))
+        row.show(replace(app.runtime.manager.snapshot_of(row.agent_id), elapsed_ms=0))
     await settle(app, pilot)
 
 
@@ -363,7 +363,7 @@ def test_snapshot_work_sidebar_with_running_and_finished_children(snap_compare, 
         await wait_for(
             pilot,
             lambda: any(
-                "running" in (app.session.manager.snapshot_of(r.agent_id).status)
+                "running" in (app.runtime.manager.snapshot_of(r.agent_id).status)
                 for r in app.query(AgentRow)
             ),
         )

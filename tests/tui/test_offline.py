@@ -21,10 +21,10 @@ async def test_a_fresh_install_with_no_key_answers_on_the_offline_model(workspac
         await pilot.click("#skip")
         await wait_for(pilot, lambda: not isinstance(app.screen, OnboardingScreen))
         assert "offline 135M model" in str(app.query_one("#status").render())
-        assert app.session.local_server is not None and not app.session.local_server.running
-        app.engine.context.mode = Mode.PLAN  # read-only tools: no approval dialogs to answer
+        assert app.runtime.local_server is not None and not app.runtime.local_server.running
+        app.runtime.set_mode(Mode.PLAN)  # read-only tools: no approval dialogs to answer
         await type_and_send(pilot, "Say hello.")
-        await wait_for(pilot, lambda: app.session.local_server.running, timeout=30)
+        await wait_for(pilot, lambda: app.runtime.local_server.running, timeout=30)
         await wait_for(
             pilot,
             lambda: (
@@ -32,6 +32,6 @@ async def test_a_fresh_install_with_no_key_answers_on_the_offline_model(workspac
             ),
             timeout=300,
         )
-        server = app.session.local_server
+        server = app.runtime.local_server
         app.exit()  # not the quit action: closing the session must not depend on it
     assert not server.running

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from codewhale.engine import events
 from codewhale.engine.dispatch import ToolDispatcher
-from codewhale.permissions import ApprovalClass, Mode
+from codewhale.permissions import ApprovalClass, Mode, ModeSwitch
 from codewhale.providers.types import ToolCall
 from codewhale.tools.base import Tool, ToolContext, ToolResult
 from codewhale.tools.registry import ToolRegistry
@@ -44,7 +44,7 @@ class WriteProbe(Probe):
 async def test_reads_overlap_and_writes_keep_their_order(tmp_path):
     Probe.log = []
     Probe.barrier = asyncio.Barrier(3)
-    context = ToolContext(workspace=tmp_path, session_id="s", mode=Mode.YOLO)
+    context = ToolContext(workspace=tmp_path, session_id="s", modes=ModeSwitch(Mode.YOLO))
     seen: list[events.Event] = []
     dispatcher = ToolDispatcher(ToolRegistry([ReadProbe(), WriteProbe()]), context, seen.append)
     calls = [

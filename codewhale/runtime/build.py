@@ -1,65 +1,47 @@
-"""Assemble a working session: config, provider client, tools, engine and session file.
-
-Shared by `codewhale exec` and the TUI so both start (and resume) the same way.
+"""Assemble one conversation: config, provider client, tools, engine, sub-agent and RLM
+managers, session file and the offline model server, each built once, in order, so
+nothing needs patching afterwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codewhale.config import LoadedConfig, load_config
+from codewhale.config import load_config
 from codewhale.engine import events
+from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
 from codewhale.paths import WorkspacePaths, memory_file, user_agents_dir, user_dirs
-from codewhale.permissions import Mode
+from codewhale.permissions import Mode, ModeSwitch
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
 from codewhale.providers.local_model import bundled_model_file, limits, missing_local_runtime
 from codewhale.providers.local_server import LocalServer
+from codewhale.providers.pricing import cost_usd
 from codewhale.providers.settings import ProviderSettings
 from codewhale.rlm.sessions import RlmManager
 from codewhale.rlm.tools import rlm_tools
-from codewhale.sessions.store import SessionError, SessionInfo, SessionStore, SessionWriter
+from codewhale.runtime.runtime import Runtime
+from codewhale.sessions.store import SessionError, SessionInfo, SessionStore
+from codewhale.subagents.child import Opener
 from codewhale.subagents.definitions import load_definitions
 from codewhale.subagents.manager import SubAgentManager
-from codewhale.subagents.tools import agent_tools, bind_opener
+from codewhale.subagents.tools import agent_tools
 from codewhale.tools.base import ToolContext
 from codewhale.tools.registry import ToolRegistry, default_tools
 
+# How deep the session's own children may nest (spec §2: max_depth 0..3).
+ROOT_DEPTH = 3
 
-class SessionSetupError(Exception):
+
+class RuntimeSetupError(Exception):
     """The session could not start: bad workspace, endpoint or session id."""
 
 
-@dataclass
-class Session:
-    engine: Engine
-    info: SessionInfo
-    writer: SessionWriter
-    client: ChatClient
-    loaded: LoadedConfig
-    manager: SubAgentManager
-    rlm: RlmManager
-    warnings: list[str] = field(default_factory=list)
-    local_server: LocalServer | None = None
-
-    async def close(self) -> None:
-        # A turn still running (quitting mid-answer) ends "interrupted" and is recorded
-        # before the session file closes under it.
-        await self.engine.stop()
-        await self.manager.shutdown()
-        await self.rlm.close_all()
-        self.writer.close()
-        await self.client.aclose()
-        if self.local_server is not None:
-            await self.local_server.stop()
-
-
-def open_session(
+def open_runtime(
     *,
     workspace: Path,
     overrides: Mapping[str, Any] | None = None,
@@ -69,11 +51,11 @@ def open_session(
     continue_latest: bool = False,
     max_steps: int | None = None,
     retry_base_delay_secs: float = 0.5,
-) -> Session:
-    """Everything one conversation needs; raises ConfigError or SessionSetupError."""
+) -> Runtime:
+    """Everything one conversation needs; raises ConfigError or RuntimeSetupError."""
     workspace = workspace.resolve()
     if not workspace.is_dir():
-        raise SessionSetupError(f"workspace {workspace} is not a directory")
+        raise RuntimeSetupError(f"workspace {workspace} is not a directory")
     loaded = load_config(workspace=workspace, overrides=overrides)
     settings = loaded.provider_settings()
     dirs = user_dirs()
@@ -83,7 +65,7 @@ def open_session(
             settings, retry_base_delay_secs=retry_base_delay_secs, launcher=local_server
         )
     except ProviderError as error:
-        raise SessionSetupError(error.message) from None
+        raise RuntimeSetupError(error.message) from None
     store = SessionStore(dirs.data_dir)
     warnings = list(loaded.warnings)
     if loaded.offline_fallback:
@@ -93,8 +75,9 @@ def open_session(
             "Set DEEPSEEK_API_KEY, or another provider in the user config, for real work."
         )
     messages: list[dict[str, Any]] = []
+    resuming = bool(resume or continue_latest)
     try:
-        if resume or continue_latest:
+        if resuming:
             info = _find(store, workspace, resume)
             previous = store.load(info.id)
             warnings += previous.warnings
@@ -103,21 +86,24 @@ def open_session(
         else:
             info, writer = store.create(workspace, settings.model)
     except SessionError as error:
-        raise SessionSetupError(str(error)) from None
+        raise RuntimeSetupError(str(error)) from None
     memory = memory_file(dirs) if loaded.config.memory.enabled else None
     context = ToolContext(
         workspace=workspace,
         session_id=info.id,
-        mode=mode,
+        modes=ModeSwitch(mode),
         memory_file=memory_file(dirs),
         memory_enabled=loaded.config.memory.enabled,
         allow_private_network=loaded.config.network.allow_private,
     )
-    system_prompt = (
-        messages[0]["content"]
-        if messages and messages[0].get("role") == "system"
-        else build_system_prompt(workspace, mode, memory_file=memory, tools=settings.offer_tools)
-    )
+    if not messages:
+        prompt = build_system_prompt(
+            workspace, mode, memory_file=memory, tools=settings.offer_tools
+        )
+        messages.append({"role": "system", "content": prompt})
+    conversation = Conversation(messages)
+    meter = UsageMeter()
+    root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
     definitions = load_definitions(
         WorkspacePaths(workspace).agents_dir,
         user_agents_dir(dirs),
@@ -135,45 +121,60 @@ def open_session(
         client=client,
         settings=settings,
         config=loaded.config.subagents,
-        tools_factory=default_tools,
-        handles=context.handles,
         definitions=definitions,
-        parent_mode=lambda: context.mode,
+        handles=context.handles,
+        root=root,
+        session_id=info.id,
+        tools_factory=default_tools,
+        agent_tools_factory=agent_tools,
         emit=emit,
         memory_text=memory_text,
     )
     if manager.state_error:
         warnings.append(manager.state_error)
-    engine_ref: list[Engine] = []
+    rlm_model = loaded.config.rlm.child_model or settings.fast_model
     rlm = RlmManager(
         client=client,
         config=loaded.config.rlm,
         handles=context.handles,
-        on_usage=lambda usage: engine_ref[0].add_external_usage(usage),
+        on_usage=lambda usage: meter.add_delegated(
+            usage, cost_usd(settings.provider, rlm_model, usage)
+        ),
         workspace=workspace,
     )
 
     def transcript() -> str:
         return "\n\n".join(
-            f"[{m.get('role')}] {m.get('content') or ''}" for m in engine_ref[0].messages
+            f"[{m.get('role')}] {m.get('content') or ''}" for m in conversation.messages
         )
 
-    tools = [*default_tools(), *agent_tools(manager), *rlm_tools(rlm, transcript)]
+    tools = [*default_tools(), *agent_tools(manager, root), *rlm_tools(rlm, transcript)]
     engine = Engine(
         client=client,
         tools=ToolRegistry(tools),
         context=context,
-        system_prompt=system_prompt,
+        conversation=conversation,
         emit=emit,
         model=settings.model,
         max_steps=max_steps or DEFAULT_MAX_STEPS,
-        messages=messages,
         recorder=writer,
+        inbox=root.inbox,
+        meter=meter,
+        hold=manager.hold_for(root),
     )
-    engine_ref.append(engine)
-    bind_opener(tools, engine)
-    manager.attach_parent(engine)
-    return Session(engine, info, writer, client, loaded, manager, rlm, warnings, local_server)
+    if resuming and (note := manager.adopt_session()):
+        root.inbox.runtime_event(note)
+    return Runtime(
+        engine=engine,
+        info=info,
+        writer=writer,
+        client=client,
+        loaded=loaded,
+        manager=manager,
+        rlm=rlm,
+        warnings=warnings,
+        local_server=local_server,
+    )
 
 
 def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | None:
@@ -182,7 +183,7 @@ def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | 
         return None
     missing = missing_local_runtime()
     if missing:
-        raise SessionSetupError(missing)
+        raise RuntimeSetupError(missing)
     model = bundled_model_file()
     assert model is not None  # missing_local_runtime() looked for it
     return LocalServer(model, alias=settings.model, log_file=state_dir / "local-model.log")

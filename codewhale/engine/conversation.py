@@ -1,0 +1,117 @@
+"""The state one engine works on, built before it so others can hold it too.
+
+A `Conversation` is the message list and the tool list one model sees; a child
+forked from it copies exactly the prefix of its last request. An `Inbox` takes
+what arrives while a turn runs (the user's steers, runtime events such as a
+child's completion) and hands it over in arrival order. A `UsageMeter` counts
+tokens, and passes what a child spends up to every ancestor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from codewhale.providers.types import Usage
+
+
+@dataclass
+class Conversation:
+    messages: list[dict[str, Any]]
+    # The tool schemas and the number of messages the last request carried: a forked
+    # child starts from exactly those, byte for byte.
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    last_request_size: int = 0
+
+    def request_prefix(self) -> list[dict[str, Any]]:
+        return self.messages[: self.last_request_size]
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    text: str
+    # A steer is the user's own words (shown as such); otherwise a runtime event.
+    steer: bool
+
+
+class Inbox:
+    """Messages for the next safe point of a turn, in the order they arrived."""
+
+    def __init__(self) -> None:
+        self._items: deque[InboxItem] = deque()
+        self._arrived = asyncio.Event()
+
+    def steer(self, text: str) -> None:
+        self._put(InboxItem(text, steer=True))
+
+    def runtime_event(self, text: str) -> None:
+        self._put(InboxItem(text, steer=False))
+
+    def _put(self, item: InboxItem) -> None:
+        self._items.append(item)
+        self._arrived.set()
+
+    def drain(self) -> list[InboxItem]:
+        items = list(self._items)
+        self._items.clear()
+        self._arrived.clear()
+        return items
+
+    def drop_steers(self) -> None:
+        """Forget steers not yet delivered (agent_eval's `interrupt`); runtime events stay."""
+        kept = [item for item in self._items if not item.steer]
+        self._items = deque(kept)
+        if not kept:
+            self._arrived.clear()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    async def wait(self) -> None:
+        """Return as soon as something is in the inbox."""
+        await self._arrived.wait()
+
+
+@dataclass
+class UsageMeter:
+    """Tokens (and dollars, where prices are known) of one conversation and its delegates.
+
+    Each response is priced when it arrives (prices can depend on the time of day), so
+    the meter sums costs rather than pricing a total.
+    """
+
+    parent: UsageMeter | None = None
+    own: Usage = field(default_factory=Usage)
+    delegated: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    # Some response had no known price: the cost shown is then a lower bound.
+    unpriced: bool = False
+
+    @property
+    def total(self) -> Usage:
+        return self.own + self.delegated
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.unpriced and not self.cost else self.cost
+
+    def add_own(self, usage: Usage, cost: float | None = None) -> None:
+        self.own += usage
+        self._charge(cost)
+        if self.parent is not None:
+            self.parent.add_delegated(usage, cost)
+
+    def add_delegated(self, usage: Usage, cost: float | None = None) -> None:
+        """Spent on this conversation's behalf (children, grandchildren, RLM sub-calls)."""
+        self.delegated += usage
+        self._charge(cost)
+        if self.parent is not None:
+            self.parent.add_delegated(usage, cost)
+
+    def _charge(self, cost: float | None) -> None:
+        if cost is None:
+            self.unpriced = True
+        else:
+            self.cost += cost

@@ -1,0 +1,201 @@
+"""The Runtime: what the TUI and `codewhale exec` may do to a conversation.
+
+Every operation a front end needs is a method here, so the rules (which state a
+change touches, what gets persisted, what children see) live in one place rather
+than in each front end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codewhale.config import LoadedConfig
+from codewhale.engine.loop import Engine, TurnResult
+from codewhale.permissions import Mode
+from codewhale.providers.client import ChatClient
+from codewhale.providers.local_server import LocalServer
+from codewhale.providers.settings import ProviderSettings
+from codewhale.providers.types import Usage
+from codewhale.rlm.sessions import RlmManager
+from codewhale.sessions.store import SessionInfo, SessionWriter
+from codewhale.subagents.manager import SubAgentManager
+from codewhale.subagents.records import AgentSnapshot
+from codewhale.subagents.spawn import SpawnError, validate_model
+
+
+class RuntimeRequestError(ValueError):
+    """A front-end request the runtime refuses; the message says why and what to do."""
+
+
+@dataclass
+class Runtime:
+    engine: Engine
+    info: SessionInfo
+    writer: SessionWriter
+    client: ChatClient
+    loaded: LoadedConfig
+    manager: SubAgentManager
+    rlm: RlmManager
+    warnings: list[str] = field(default_factory=list)
+    local_server: LocalServer | None = None
+    _closed: bool = False
+
+    # -- what front ends read --------------------------------------------------------------
+
+    @property
+    def settings(self) -> ProviderSettings:
+        return self.client.settings
+
+    @property
+    def workspace(self) -> Path:
+        return self.engine.context.workspace
+
+    @property
+    def mode(self) -> Mode:
+        return self.engine.context.mode
+
+    @property
+    def model(self) -> str:
+        return self.engine.model or self.settings.model
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.engine.messages
+
+    @property
+    def usage(self) -> Usage:
+        """Every token of the session: its own requests, children at any depth, RLM calls."""
+        return self.engine.usage
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Dollars spent so far, where the provider's prices are known (None otherwise)."""
+        return self.engine.meter.cost_usd
+
+    @property
+    def turn_running(self) -> bool:
+        return self.engine.running
+
+    def work(self) -> dict[str, Any]:
+        return self.engine.context.work.snapshot()
+
+    def agents(self) -> tuple[AgentSnapshot, ...]:
+        return self.manager.snapshot()
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def submit(self, prompt: str) -> TurnResult:
+        """Run one user turn (and anything queued behind it) to its end."""
+        return await self.engine.run_turn(prompt)
+
+    def steer(self, text: str) -> None:
+        """A user message for the running turn's next safe point, in the order typed."""
+        self.engine.steer(text)
+
+    def queue(self, text: str) -> None:
+        """A prompt to run as its own turn once the current one ends."""
+        self.engine.queue(text)
+
+    def cancel_turn(self) -> bool:
+        """Stop the running turn (children keep running); False if none was running."""
+        return self.engine.cancel()
+
+    # -- settings that reach the whole tree ------------------------------------------------------
+
+    def set_mode(self, mode: Mode) -> None:
+        """Switch the session's mode; every running child sees it at its next tool call."""
+        self.engine.context.modes.current = mode
+
+    def set_model(self, model: str) -> None:
+        try:
+            validate_model(model, self.settings)
+        except SpawnError as error:
+            raise RuntimeRequestError(str(error)) from None
+        self.engine.model = model
+
+    def clear(self) -> None:
+        """Start the conversation afresh (system prompt kept); children keep running."""
+        if self.engine.running:
+            raise RuntimeRequestError("a turn is running; press Esc first, then /clear")
+        del self.engine.messages[1:]
+        self.writer.record_clear()
+
+    async def revert(self, turns: int) -> str:
+        """Restore the files changed in the last `turns` turns; says which."""
+        from codewhale.tools.base import ToolError
+        from codewhale.tools.work import RevertTurn
+
+        try:
+            result = await RevertTurn().run({"turns": turns}, self.engine.context)
+        except ToolError as error:
+            raise RuntimeRequestError(str(error)) from None
+        return result.output
+
+    def memory(self) -> tuple[bool, Path | None]:
+        """Whether memory is on, and the file the model sees."""
+        context = self.engine.context
+        return context.memory_enabled, context.memory_file
+
+    def relay_snapshot(self, focus: str) -> str:
+        """The state of the session a /relay hand-off is written from."""
+        work = self.engine.context.work
+        agents = [f"{s.agent_id} {s.type} {s.status}: {s.description}" for s in self.agents()]
+        return "\n".join(
+            [
+                f"- workspace: {self.workspace}",
+                f"- mode: {self.mode.value}",
+                f"- model: {self.model}",
+                f"- focus: {focus.strip() or '(none given)'}",
+                f"- checklist: {work.render_checklist()}",
+                f"- plan: {work.render_plan() or '(none)'}",
+                f"- open sub-agents: {'; '.join(agents) or 'none'}",
+                f"- open RLM sessions: {', '.join(self.rlm.sessions) or 'none'}",
+            ]
+        )
+
+    # -- children --------------------------------------------------------------------------
+
+    async def agent(self, reference: str) -> dict[str, Any]:
+        """One child's projection, by id, name or nickname."""
+        return await self._manager_call(self.manager.evaluate({"agent_id": reference}))
+
+    async def continue_agent(self, reference: str) -> dict[str, Any]:
+        """Run an interrupted child on from its checkpoint (this run's or an earlier one's)."""
+        return await self._manager_call(
+            self.manager.evaluate({"agent_id": reference, "continue": True, "block": False})
+        )
+
+    async def message_agent(self, reference: str, text: str) -> dict[str, Any]:
+        return await self._manager_call(
+            self.manager.evaluate({"agent_id": reference, "message": text})
+        )
+
+    async def cancel_agent(self, reference: str) -> dict[str, Any]:
+        return await self._manager_call(self.manager.close(reference))
+
+    async def _manager_call(self, call: Any) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = await call
+        except SpawnError as error:
+            raise RuntimeRequestError(str(error)) from None
+        return result
+
+    def transcript_path(self, agent_id: str) -> Path:
+        return self.manager.store.transcript_path(agent_id)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Quit: the turn is recorded interrupted, children stop, files close, servers end."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.engine.stop()
+        await self.manager.shutdown()
+        await self.rlm.close_all()
+        self.writer.close()
+        await self.client.aclose()
+        if self.local_server is not None:
+            await self.local_server.stop()
