@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.subagents"]
 
 _PROVIDER_ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_MODEL", "_PROVIDER", "_MEMORY")
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
+from tests.support.subagents import REPORT
 
 CALC = "def add(a, b):\n    return a - b\n"
 CHECK = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
@@ -404,3 +405,67 @@ def test_exec_waits_for_children_and_prints_their_events(llm, run_exec):
     assert kinds[0] == "queued" and "started" in kinds and kinds[-1] == "completed"
     assert lines[-1]["type"] == "turn_complete"
     assert lines[-1]["final_text"] == "the child reported back"
+
+
+@pytest.mark.slow
+def test_sigkill_then_continue_resumes_the_interrupted_child(llm, run_exec, workspace):
+    """A real exec is SIGKILLed while its child waits on the model; `exec --continue` tells
+    the model, continues the child from its transcript, and the result reaches the parent."""
+    import signal
+    import time
+
+    def is_child(body):
+        return any("Task:\nrecover me" in str(m.get("content")) for m in body["messages"])
+
+    llm.route(is_child, Reply(fault=Fault.stall(seconds=60)), Reply(text=REPORT))
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "recover me"})]),
+        Reply(text="waiting for the child"),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "delegate"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=run_exec.env,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not any(is_child(r.json) for r in llm.requests):
+            assert time.monotonic() < deadline, "the child never asked its model"
+            time.sleep(0.05)
+        time.sleep(0.3)  # its state (running) and transcript reach the disk
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    agent_id = json.loads((workspace / ".codewhale" / "state" / "subagents.v1.json").read_text())[
+        "agents"
+    ][0]["agent_id"]
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_eval", {"agent_id": agent_id, "continue": True})]),
+        Reply(text="the child finished: all good"),
+    )
+    before = len(llm.requests)
+    result = run_exec("--continue", "--json", "where were we?")
+    assert result.returncode == 0, result.stderr
+    later = llm.requests[before:]
+    parent = [r.json["messages"] for r in later if not is_child(r.json)]
+    told = [m["content"] for m in parent[0] if m["role"] == "user"]
+    assert 'kind="subagents_interrupted"' in told[-2] and agent_id in told[-2]
+    assert told[-1] == "where were we?"
+    resumed = next(r.json["messages"] for r in later if is_child(r.json))
+    assert "Task:\nrecover me" in resumed[1]["content"]
+    assert "Interrupted by process restart" in resumed[-1]["content"]
+    tool_reply = [m for m in parent[1] if m["role"] == "tool"][-1]
+    eval_reply = json.loads(tool_reply["content"])
+    assert eval_reply["status"] == "completed" and eval_reply["continuation"] == {"resumed": True}
+    assert "SUMMARY" in eval_reply["result"]
+    # Its completion also reached the parent as a runtime event.
+    assert (
+        "subagent_completion" in parent[1][-1]["content"] and agent_id in parent[1][-1]["content"]
+    )
+    final = [json.loads(line) for line in result.stdout.splitlines()][-1]
+    assert final["type"] == "turn_complete" and final["status"] == "completed"
+    records = json.loads((workspace / ".codewhale" / "state" / "subagents.v1.json").read_text())
+    assert [a["status"] for a in records["agents"]] == ["completed"]
