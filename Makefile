@@ -57,9 +57,12 @@ run: $(STAMP_RUN)
 	@$(MAKE) --no-print-directory local || echo "warning: the offline model is not installed (see above); continuing without it"
 	$(BIN)/codewhale
 
+# mypy and import-linter read their settings (strict packages, floor contracts) from pyproject.toml.
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check codewhale tests bench
 	$(BIN)/ruff format --check codewhale tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 test: lint $(STAMP_LOCAL)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -68,4 +71,4 @@ bench: $(STAMP_DEV) $(STAMP_LOCAL)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .mypy_cache .import_linter_cache .grimp_cache

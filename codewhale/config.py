@@ -184,9 +184,10 @@ def _without_forbidden_keys(layer: Layer, warnings: list[str]) -> Layer:
     }
     for key in PROJECT_FORBIDDEN_KEYS:
         *tables, leaf = key.split(".")
-        table = data
+        table: dict[str, Any] = data
         for name in tables:
-            table = table.get(name) if isinstance(table.get(name), dict) else {}
+            child = table.get(name)
+            table = child if isinstance(child, dict) else {}
         if leaf in table:
             del table[leaf]
             warnings.append(

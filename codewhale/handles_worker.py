@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from codewhale.handles import HandleError, parse_document, read_file_text, run_jsonpath
 
@@ -130,7 +130,7 @@ def _start() -> subprocess.Popen[bytes]:
     )
 
 
-def _send(stream: BinaryIO, header: dict[str, Any], text: str | None) -> None:
+def _send(stream: IO[bytes], header: dict[str, Any], text: str | None) -> None:
     stream.write(json.dumps(header).encode() + b"\n")
     if text is not None:
         for start in range(0, len(text), _PIECE_CHARS):
@@ -141,7 +141,7 @@ def _send(stream: BinaryIO, header: dict[str, Any], text: str | None) -> None:
     stream.flush()
 
 
-def _receive(stream: BinaryIO) -> str:
+def _receive(stream: IO[bytes]) -> str:
     parts = []
     while (size := int(stream.readline())) > 0:
         parts.append(stream.read(size))

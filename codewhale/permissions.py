@@ -267,5 +267,7 @@ def _shell_scope(command: str) -> str:
     if program in _SUBCOMMAND_PROGRAMS:
         if rest and rest[0].startswith("-"):
             return exact  # `git -C dir push`: options before the subcommand take values
+        if rest[:1] in (["run"], ["exec"], ["x"]) and len(rest) > 1:
+            return f"{program} {rest[0]} {rest[1]}"  # `npm run build` is not `npm run deploy`
         return f"{program} {rest[0]}" if rest else program
     return program

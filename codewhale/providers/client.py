@@ -13,7 +13,7 @@ import functools
 import json
 import logging
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -69,6 +69,77 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+# The encoder encode_body uses, built once: json.dumps builds one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Stand-ins for the two long arrays while a body's fields are laid out (ChatClient._fields).
+_MESSAGES = object()
+_TOOLS = object()
+
+
+class _FragmentCache:
+    """The encoded JSON of each message (or tool schema) already sent, so a request
+    encodes only what is new since the last one.
+
+    Entries are keyed by id() and hold the object itself, so an id cannot be reused by
+    another object while its entry lives. An entry also holds a snapshot of the object's
+    top-level values, compared on every use: replacing or removing a field
+    (`message["content"] = ...`, `message.pop("reasoning_content")`) re-encodes it. A change
+    inside a nested value (a tool call's arguments edited in place) is not seen: the
+    engine only ever appends new dicts, and sent messages must be replaced, not edited.
+
+    Entries unused for KEEP_REQUESTS requests (a cleared conversation, one-off RLM calls
+    sharing the client) are dropped whenever the cache has doubled since the last pruning.
+    """
+
+    KEEP_REQUESTS = 16
+
+    def __init__(self, transform: Callable[[Any], Any] | None = None) -> None:
+        self._transform = transform
+        # id(obj) -> [obj, values snapshot, encoded bytes, request number of last use]
+        self._entries: dict[int, list[Any]] = {}
+        self._requests = 0
+        self._size_after_pruning = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def encode_array(self, items: Iterable[Any], out: list[bytes]) -> None:
+        """Append the pieces of the JSON array of `items` to `out` (joined once, by the caller)."""
+        self._requests += 1
+        now = self._requests
+        entries = self._entries
+        out.append(b"[")
+        empty = len(out)
+        for item in items:
+            if not isinstance(item, dict):  # not what callers send; encoded, not cached
+                out.append(self._encode(item))
+                out.append(b",")
+                continue
+            snapshot = tuple(item.values())
+            entry = entries.get(id(item))
+            if entry is not None and entry[0] is item and entry[1] == snapshot:
+                entry[3] = now
+            else:
+                entry = [item, snapshot, self._encode(item), now]
+                entries[id(item)] = entry
+            out.append(entry[2])
+            out.append(b",")
+        if len(out) == empty:
+            out.append(b"]")
+        else:
+            out[-1] = b"]"  # in place of the comma after the last item
+        if len(entries) > 2 * self._size_after_pruning + 256:
+            self._prune(now - self.KEEP_REQUESTS)
+
+    def _encode(self, item: Any) -> bytes:
+        value = item if self._transform is None else self._transform(item)
+        return _ENCODER.encode(value).encode("utf-8")
+
+    def _prune(self, oldest: int) -> None:
+        self._entries = {key: e for key, e in self._entries.items() if e[3] > oldest}
+        self._size_after_pruning = len(self._entries)
+
+
 class ChatClient:
     """One provider endpoint; share an instance across concurrent requests."""
 
@@ -90,6 +161,11 @@ class ChatClient:
         preset = preset_for(settings.provider)
         self._stream_tools = preset.stream_tools
         self._needs_text_content = preset.needs_text_content
+        # Per client: each sub-agent's clone() starts empty and holds only its own conversation.
+        self._message_fragments = _FragmentCache(
+            _with_text_content if self._needs_text_content else None
+        )
+        self._tool_fragments = _FragmentCache()
         idle = settings.stream_idle_timeout_secs
         self._http = httpx.AsyncClient(
             verify=_shared_ssl_context(),
@@ -132,9 +208,44 @@ class ChatClient:
         """The request body; `params` (max_tokens, temperature, tool_choice...) pass through."""
         if self._needs_text_content:
             messages = [_with_text_content(message) for message in messages]
-        body: dict[str, Any] = {"model": model or self.settings.model, "messages": list(messages)}
-        if tools:
-            body["tools"] = list(tools)
+        return self._fields(list(messages), list(tools) if tools else None, model, stream, params)
+
+    def encode_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        stream: bool = True,
+        **params: Any,
+    ) -> bytes:
+        """`encode_body(self.build_body(...))`, byte for byte, re-encoding only new messages.
+
+        A conversation's earlier messages and its tool schemas are the same objects on
+        every step, so their encoded JSON is reused (see _FragmentCache); the bytes are
+        the same, so a forked child's prefix still matches its parent's on the wire.
+        """
+        fields = self._fields(_MESSAGES, _TOOLS if tools else None, model, stream, params)
+        pieces: list[bytes] = []
+        for key, value in fields.items():
+            pieces.append(b"," if pieces else b"{")
+            pieces.append(_ENCODER.encode(key).encode("utf-8") + b":")
+            if value is _MESSAGES:
+                self._message_fragments.encode_array(messages, pieces)
+            elif value is _TOOLS:
+                assert tools is not None
+                self._tool_fragments.encode_array(tools, pieces)
+            else:
+                pieces.append(_ENCODER.encode(value).encode("utf-8"))
+        pieces.append(b"}")
+        return b"".join(pieces)
+
+    def _fields(
+        self, messages: Any, tools: Any, model: str | None, stream: bool, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model or self.settings.model, "messages": messages}
+        if tools is not None:
+            body["tools"] = tools
         body["stream"] = stream
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -148,7 +259,7 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
         **params: Any,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Stream one response: deltas as they arrive, then exactly one StreamFinished."""
         tools = tools if self.settings.offer_tools else None
         earlier_usage = None
@@ -165,7 +276,7 @@ class ChatClient:
             # text path is grammar-bound too): ask again for the words, without tools.
             earlier_usage, tools = completion.usage, None
             params.pop("tool_choice")
-        payload = encode_body(self.build_body(messages, tools=tools, model=model, **params))
+        payload = self.encode_request(messages, tools=tools, model=model, **params)
         budget = self._budget()
         while True:
             delivered = False
@@ -208,8 +319,7 @@ class ChatClient:
     ) -> Completion:
         """One non-streamed request (for servers whose streaming breaks with tools)."""
         tools = tools if self.settings.offer_tools else None
-        body = self.build_body(messages, tools=tools, model=model, stream=False, **params)
-        payload = encode_body(body)
+        payload = self.encode_request(messages, tools=tools, model=model, stream=False, **params)
         budget = self._budget()
         while True:
             try:

@@ -76,8 +76,9 @@ def _add_usage_to_streams() -> None:
         result = create_chat_completion(self, *args, **kwargs)
         return with_usage(self, result) if kwargs.get("stream") else result
 
-    llama_cpp.Llama.generate = counting_generate
-    llama_cpp.Llama.create_chat_completion = chat_completion
+    # Replacing llama_cpp's methods is the point here; mypy forbids assigning to methods.
+    llama_cpp.Llama.generate = counting_generate  # type: ignore[method-assign]
+    llama_cpp.Llama.create_chat_completion = chat_completion  # type: ignore[method-assign]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -127,7 +127,8 @@ def _helpers(rpc) -> dict:
         if max_chars <= 0 or not 0 <= overlap < max_chars:
             raise ValueError("need max_chars > 0 and 0 <= overlap < max_chars")
         text = namespace["_context"]
-        chunks, start, index = [], 0, 0
+        chunks: list[dict] = []
+        start, index = 0, 0
         while start < len(text) or not chunks:
             end = min(start + max_chars, len(text))
             chunks.append({"index": index, "start": start, "end": end, "text": text[start:end]})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from codewhale.permissions import ApprovalClass
@@ -25,7 +25,7 @@ class _RlmTool(Tool):
         self.manager = manager
         self.transcript = transcript
 
-    def summary(self, arguments: dict[str, Any]) -> str:
+    def summary(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("name") or arguments.get("file_path") or "")
 
     def reply(self, data: dict[str, Any]) -> ToolResult:

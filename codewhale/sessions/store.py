@@ -1,8 +1,12 @@
 """Conversations on disk: one JSONL file per session under the user data dir.
 
 Line 1 describes the session; every later line is one message or one event.
-Lines are flushed as they are written and fsynced at turn boundaries, so a
-crash loses at most the line being written, which loading skips with a warning.
+Lines are buffered and flushed at the engine's checkpoints (record_messages, which
+it calls before every request and after every round of tool results), and fsynced
+at turn boundaries (sync). A crash of the process loses at most the lines written
+since the last checkpoint (events, a clear); a crash of the machine, at most those
+since the last turn boundary. A line torn by the crash is skipped with a warning
+when loading.
 """
 
 from __future__ import annotations
@@ -59,8 +63,11 @@ class SessionWriter:
         self._written_messages = 0
 
     def _write(self, record: dict[str, Any]) -> None:
+        # Buffered, not flushed: a flush per line cost a syscall per event. Flushed at the
+        # engine's checkpoints (record_messages), so a crash loses at most the lines since
+        # the last one. The file's own buffer may write a long line early and a crash tear
+        # it; loading skips a torn line.
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
 
     def write_header(self, info: SessionInfo) -> None:
         self._write(
@@ -73,6 +80,8 @@ class SessionWriter:
                 "version": __version__,
             }
         )
+        # At once: `sessions list` (in another process) skips a file without its header.
+        self._file.flush()
 
     def start_fresh_line(self) -> None:
         self._file.write("\n")
@@ -83,10 +92,11 @@ class SessionWriter:
         self._written_messages = count
 
     def record_messages(self, messages: list[dict[str, Any]]) -> None:
-        """Write the messages added since the last call."""
+        """Write the messages added since the last call; a checkpoint, so flush."""
         for message in messages[self._written_messages :]:
             self._write({"kind": "message", "message": message})
         self._written_messages = len(messages)
+        self._file.flush()
 
     def record_clear(self) -> None:
         """The conversation was cleared: loading starts over from the system prompt here."""
@@ -94,8 +104,13 @@ class SessionWriter:
         self._written_messages = 1
 
     def record_event(self, event: dict[str, Any]) -> None:
-        if event.get("type") in RECORDED_EVENTS:
+        kind = event.get("type")
+        if kind in RECORDED_EVENTS:
             self._write({"kind": "event", "event": event})
+            if kind == "turn_complete":
+                # The engine reports the end after its last checkpoint: flush it too, or
+                # it would wait in the buffer for as long as the user is away.
+                self._file.flush()
 
     def sync(self) -> None:
         self._file.flush()
@@ -184,14 +199,19 @@ def _read_info(path: Path) -> SessionInfo | None:
             header = json.loads(handle.readline())
             title = ""
             for line in handle:
+                if title and '"clear"' not in line:
+                    continue  # only a clear marker can change the title now
                 try:
                     record = json.loads(line)
                 except ValueError:
                     continue
                 message = record.get("message") or {}
-                if record.get("kind") == "message" and message.get("role") == "user":
+                if record.get("kind") == "clear":
+                    title = ""  # a cleared conversation is named by what came after
+                elif (
+                    not title and record.get("kind") == "message" and message.get("role") == "user"
+                ):
                     title = str(message.get("content") or "")[:80]
-                    break
     except (OSError, ValueError):
         return None
     if not isinstance(header, dict) or header.get("kind") != "session":

@@ -16,7 +16,7 @@ class Admission:
     def __init__(
         self,
         max_concurrent: int,
-        launch_concurrency: int,
+        launch_concurrency: int | None,  # None: as many launches at once as may run
         queue_heartbeat_secs: float = QUEUE_HEARTBEAT_SECS,
     ) -> None:
         self.max_concurrent = max_concurrent

@@ -36,7 +36,12 @@ def run_agents_command(args: argparse.Namespace) -> int:
         print(f"codewhale: {error}", file=sys.stderr)
         return 2
     if args.agents_command == "show":
-        match = [r for r in records if args.agent_id in (r.agent_id, r.name)]
+        wanted = args.agent_id.strip()
+        match = [
+            r
+            for r in records
+            if wanted in (r.agent_id, r.name) or r.nickname.lower() == wanted.lower()
+        ]
         if not match:
             print(
                 f"codewhale: no sub-agent '{args.agent_id}' in {store.state_file}", file=sys.stderr

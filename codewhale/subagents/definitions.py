@@ -135,7 +135,7 @@ class DefinitionParseError(ValueError):
 
 
 def _field_lines(front: str) -> dict[str, int]:
-    lines = {}
+    lines: dict[str, int] = {}
     for number, line in enumerate(front.split("\n"), start=2):
         if match := re.match(r"^([A-Za-z_]+)\s*:", line):
             lines.setdefault(match.group(1), number)

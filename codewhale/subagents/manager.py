@@ -610,7 +610,9 @@ class SubAgentManager:
 
     # -- agent_eval ----------------------------------------------------------------------------
 
-    async def evaluate(self, arguments: dict[str, Any], opener: Opener | None = None) -> dict:
+    async def evaluate(
+        self, arguments: dict[str, Any], opener: Opener | None = None
+    ) -> dict[str, Any]:
         child = self.find(first_of(arguments, "agent_id", "name", "agent_name", "id"), opener)
         extra: dict[str, Any] = {}
         message = first_of(arguments, "message", "input")

@@ -107,7 +107,12 @@ class WorkerRecord:
 
     def add_event(self, status: str, message: str, **extra: Any) -> None:
         self.event_seq += 1
-        entry = {"seq": self.event_seq, "ts_ms": now_ms(), "status": status, "message": message}
+        entry: dict[str, Any] = {
+            "seq": self.event_seq,
+            "ts_ms": now_ms(),
+            "status": status,
+            "message": message,
+        }
         entry.update({key: value for key, value in extra.items() if value is not None})
         self.events.append(entry)
         del self.events[:-MAX_EVENTS]

@@ -129,8 +129,9 @@ def resolve_model(
 def validate_model(model: str, settings: ProviderSettings) -> None:
     """The official DeepSeek endpoint accepts only its own ids; others pass through."""
     preset = PRESETS.get(settings.provider)
-    official = preset is not None and settings.base_url.rstrip("/") == preset.base_url
-    if official and preset.accepted_models and model not in preset.accepted_models:
+    if preset is None or settings.base_url.rstrip("/") != preset.base_url:
+        return
+    if preset.accepted_models and model not in preset.accepted_models:
         raise SpawnError(
             f"Invalid model '{model}' for provider {preset.label} "
             f"(accepted: {', '.join(preset.accepted_models)})"

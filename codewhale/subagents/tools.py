@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from codewhale.permissions import ApprovalClass
@@ -61,7 +62,7 @@ class AgentOpen(_AgentTool):
             f"{role_help()}.{' Agent definitions:' + custom if custom else ''}"
         )
 
-    def summary(self, arguments: dict[str, Any]) -> str:
+    def summary(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("description") or arguments.get("prompt") or "")[:80]
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -91,7 +92,7 @@ class AgentEval(_AgentTool):
         },
     }
 
-    def summary(self, arguments: dict[str, Any]) -> str:
+    def summary(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("agent_id") or arguments.get("name") or "")
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -109,7 +110,7 @@ class AgentClose(_AgentTool):
         "properties": {"agent_id": {"type": "string"}, "name": {"type": "string"}},
     }
 
-    def summary(self, arguments: dict[str, Any]) -> str:
+    def summary(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("agent_id") or arguments.get("name") or "")
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codewhale.permissions import ApprovalClass
@@ -120,12 +122,13 @@ class ApplyPatch(Tool):
     }
     approval = ApprovalClass.SUGGEST
 
-    def summary(self, arguments: dict[str, Any]) -> str:
+    def summary(self, arguments: Mapping[str, Any]) -> str:
         patch = arguments.get("patch")
         return f"{patch.count('+++ ')} file(s)" if isinstance(patch, str) else ""
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        planned = []
+        # (file, its new text or None to delete it, the label shown)
+        planned: list[tuple[Path, str | None, str]] = []
         for patch in parse_patch(arguments["patch"]):
             target = patch.new_path or patch.old_path
             if target is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -163,7 +164,7 @@ class HandleRead(Tool):
     # handle would make most of a big payload unreachable.
     bounded_output = True
 
-    def summary(self, arguments: dict[str, Any]) -> str:
+    def summary(self, arguments: Mapping[str, Any]) -> str:
         handle = arguments.get("handle")
         return handle if isinstance(handle, str) else str((handle or {}).get("name", ""))
 

@@ -106,11 +106,15 @@ class CodeWhaleApp(App[None]):
         if self.runtime is not None:
             await self.runtime.close()
             self.runtime = None
+
+        def emit(event: events.Event) -> None:
+            self.post_message(EngineEvent(event))
+
         try:
             self.runtime = open_runtime(
                 workspace=self.workspace,
                 overrides=self.overrides,
-                emit=lambda event: self.post_message(EngineEvent(event)),
+                emit=emit,
                 resume=self.resume,
                 continue_latest=self.continue_latest,
             )
@@ -143,7 +147,7 @@ class CodeWhaleApp(App[None]):
                 await self.transcript.notice(content, "history")
 
     async def resume_session(self, session_id: str) -> None:
-        await self.transcript.remove_children()
+        await self.transcript.reset()
         self.resume, self.continue_latest = session_id, False
         await self.open_runtime()
         await self.transcript.notice(f"Resumed {session_id}.")
@@ -163,7 +167,9 @@ class CodeWhaleApp(App[None]):
         if text.startswith("/") and " " not in text:
             names = self.registry.completions(text[1:])
             hint = "  ".join(
-                f"/{name} {self.registry.find(name).usage}".rstrip() for name in names[:8]
+                f"/{name} {command.usage}".rstrip()
+                for name in names[:8]
+                if (command := self.registry.find(name)) is not None
             )
         elif word.startswith("@") and len(word) > 1:
             hint = "  ".join(self._path_matches(word[1:], 6))
@@ -318,8 +324,10 @@ class CodeWhaleApp(App[None]):
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
             title = f"{snapshot.nickname} · {snapshot.type} · {snapshot.description}"
             await self.transcript.agent_envelope(envelope, title, detail)
+        from codewhale.tui.agent_screen import AgentScreen  # loaded on first use (cold start)
+
         screen = self.screen
-        if getattr(screen, "agent_id", None) == envelope["agent_id"]:
+        if isinstance(screen, AgentScreen) and screen.agent_id == envelope["agent_id"]:
             screen.refresh_view()
         if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
             name = snapshot.nickname if snapshot else envelope["agent_id"]

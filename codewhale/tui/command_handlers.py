@@ -158,7 +158,7 @@ async def _clear(app: CodeWhaleApp, arguments: str) -> None:
     except RuntimeRequestError as error:
         await app.transcript.notice(str(error), "error")
         return
-    await app.transcript.remove_children()
+    await app.transcript.reset()
     await app.transcript.notice("Conversation cleared (sub-agents keep running).")
 
 

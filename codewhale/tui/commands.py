@@ -63,8 +63,12 @@ class SlashCommandProvider(Provider):
     """Slash commands in Textual's command palette (Ctrl+P): picking one fills the composer."""
 
     async def search(self, query: str) -> Hits:
+        from codewhale.tui.app import CodeWhaleApp  # a cycle at import time; loaded by now
+
         matcher = self.matcher(query.lstrip("/"))
         app = self.app
+        if not isinstance(app, CodeWhaleApp):  # the provider is registered on CodeWhaleApp only
+            return
         for command in app.registry.commands():
             score = matcher.match(command.name)
             if score > 0:

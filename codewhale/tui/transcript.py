@@ -113,6 +113,14 @@ class Transcript(VerticalScroll):
         self._tools: dict[str, ToolCell] = {}
         self._agents: dict[str, AgentCell] = {}
 
+    async def reset(self) -> None:
+        """Empty the transcript and forget its cells, so later events start new ones."""
+        self._answer = None
+        self._reasoning = None
+        self._tools.clear()
+        self._agents.clear()
+        await self.remove_children()
+
     async def add(self, widget) -> None:
         await self.mount(widget)
         overflow = len(self.children) - MAX_MOUNTED
@@ -164,9 +172,9 @@ class Transcript(VerticalScroll):
             self._tools[event.call_id] = cell
             await self.add(cell)
         elif isinstance(event, events.ToolCallFinished):
-            cell = self._tools.pop(event.call_id, None)
-            if cell is not None:
-                cell.finish(event)
+            started = self._tools.pop(event.call_id, None)
+            if started is not None:
+                started.finish(event)
         elif isinstance(event, events.SteerAccepted):
             await self.notice(f"steer accepted: {event.text}", "steer")
         elif isinstance(event, events.ErrorEvent):

@@ -248,3 +248,18 @@ async def test_agents_resolve_by_nickname(llm, make_session):
     await session.close()
     assert by_nickname["agent_id"] == opened["agent_id"]
     assert json.dumps(by_nickname)  # a plain projection
+
+
+async def test_a_child_can_remember_when_memory_is_on(llm, make_session, isolated_home):
+    session = make_session(config="[memory]\nenabled = true\n")
+    llm.route(
+        for_task("note it"),
+        Reply(tool_calls=[ToolCallSpec("remember", {"note": "the user likes tabs"})]),
+        Reply(text=REPORT),
+    )
+    opened = session.manager.open({"prompt": "note it"})
+    await wait_done(session, opened["agent_id"])
+    await session.close()
+    assert "Remembered: the user likes tabs" in last_tool_results(llm, "note it")[0]
+    enabled, memory = session.memory()
+    assert enabled and memory is not None and "the user likes tabs" in memory.read_text()

@@ -469,3 +469,21 @@ def test_sigkill_then_continue_resumes_the_interrupted_child(llm, run_exec, work
     assert final["type"] == "turn_complete" and final["status"] == "completed"
     records = json.loads((workspace / ".codewhale" / "state" / "subagents.v1.json").read_text())
     assert [a["status"] for a in records["agents"]] == ["completed"]
+    nickname = records["agents"][0]["nickname"]
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codewhale",
+            "agents",
+            "show",
+            nickname.upper(),
+            "-C",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+        env=run_exec.env,
+        timeout=30,
+    )
+    assert shown.returncode == 0 and agent_id in shown.stdout

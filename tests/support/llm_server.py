@@ -296,6 +296,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        # Arrival is when the body has been read; parsing it is the server's own time.
+        arrived = time.time()
         try:
             body = json.loads(raw)
         except ValueError:
@@ -305,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={name.lower(): value for name, value in self.headers.items()},
             raw_body=raw,
             json=body,
-            ts=time.time(),
+            ts=arrived,
         )
         reply = self.llm._record_and_pick(recorded)
         if not self.path.rstrip("/").endswith("/chat/completions"):

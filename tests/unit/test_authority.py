@@ -75,6 +75,7 @@ def test_authority_survives_a_round_trip_and_unreadable_data_reads_as_read_only(
         ("exec_shell", {"command": "git status --short"}, "exec_shell:git status"),
         ("exec_shell", {"command": "git -C x push"}, "exec_shell:=git -C x push"),
         ("exec_shell", {"command": "rm -rf build"}, "exec_shell:rm"),
+        ("exec_shell", {"command": "npm run build -- --prod"}, "exec_shell:npm run build"),
         ("exec_shell", {"command": "python -m pytest -q"}, "exec_shell:python -m pytest"),
         ("exec_shell", {"command": "python evil.py"}, "exec_shell:=python evil.py"),
         ("exec_shell", {"command": "ls && rm -rf /"}, "exec_shell:=ls && rm -rf /"),

@@ -1,0 +1,1 @@
+"""Background sub-agents: roles, definitions, lifecycle, admission, delivery, records."""
