@@ -18,6 +18,7 @@ from pathlib import Path
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
 from codewhale.subagents.manager import SubAgentManager
+from codewhale.subagents.progress import ChildProgress
 from codewhale.subagents.store import SubagentStore
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.serve import loopback_process
@@ -51,8 +52,13 @@ class ManagerClock:
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        for name in ("_on_child_event", "_finish", "_finish_stopped", "_settle"):
-            self._wrap(name)
+        for owner, name in (
+            (ChildProgress, "on_event"),
+            (SubAgentManager, "_finish"),
+            (SubAgentManager, "_finish_stopped"),
+            (SubAgentManager, "_settle"),
+        ):
+            self._wrap(owner, name)
         original = SubagentStore.snapshot
 
         def snapshot(store, records):
@@ -64,17 +70,17 @@ class ManagerClock:
 
         SubagentStore.snapshot = snapshot
 
-    def _wrap(self, name: str) -> None:
-        original = getattr(SubAgentManager, name)
+    def _wrap(self, owner: type, name: str) -> None:
+        original = getattr(owner, name)
 
-        def timed(manager, *args, **kwargs):
+        def timed(instance, *args, **kwargs):
             started = time.thread_time()
             try:
-                return original(manager, *args, **kwargs)
+                return original(instance, *args, **kwargs)
             finally:
                 self.seconds += time.thread_time() - started
 
-        setattr(SubAgentManager, name, timed)
+        setattr(owner, name, timed)
 
 
 async def run_fanout(workspace: Path, children: int, clock: ManagerClock):

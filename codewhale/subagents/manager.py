@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -36,8 +35,8 @@ from codewhale.subagents.definitions import DefinitionSet
 from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_owners
 from codewhale.subagents.liveness import LivenessMonitor, stall_message
 from codewhale.subagents.mailbox import Mailbox
+from codewhale.subagents.progress import ChildProgress
 from codewhale.subagents.records import (
-    USAGE_KEYS,
     WHALES,
     AgentSnapshot,
     WorkerRecord,
@@ -59,7 +58,6 @@ from codewhale.work_state import WorkState
 __all__ = ["QUEUED_TEXT", "SubAgentManager"]
 
 DEFAULT_CHILD_STEPS = 60
-PROGRESS_INTERVAL_SECS = 0.25
 CONTINUE_NOTE = (
     "Your previous run was interrupted ({reason}). Continue the assignment from where you "
     "stopped; your earlier messages and tool results are above."
@@ -119,6 +117,14 @@ class SubAgentManager:
             self._stalled,
         )
         self._children: dict[str, Child] = {}
+        self.progress = ChildProgress(
+            lifecycle=self.lifecycle,
+            mailbox=self.mailbox,
+            liveness=self.liveness,
+            children=self._children,
+            emit=emit,
+            dirty=lambda: self.writer.mark_dirty(FLUSH_DELAY_SECS),
+        )
         self._branch = git_branch(self.workspace)
         self.state_error: str | None = None
         self._prior = reconcile_dead_owners(self._load_prior())
@@ -365,7 +371,7 @@ class SubAgentManager:
             context=context,
             conversation=conversation,
             offered_tools=fork_tools or launch.offered_tools(registry, authority),
-            emit=lambda event: self._on_child_event(child, event),
+            emit=lambda event: self.progress.on_event(child, event),
             model=record.model,
             max_steps=(definition.max_steps if definition else None) or DEFAULT_CHILD_STEPS,
             recorder=launch.ChildRecorder(self.store, record, written),
@@ -478,100 +484,6 @@ class SubAgentManager:
                 self.stop(
                     other, ChildState.CANCELLED, f"cancelled: its opener {child.agent_id} ended"
                 )
-
-    # -- child events ----------------------------------------------------------------------
-
-    def _on_child_event(self, child: Child, event: events.Event) -> None:
-        self.liveness.touch(child)
-        record = child.record
-        move = self.lifecycle.move
-        if isinstance(event, events.ApprovalRequested):
-            move(record, ChildState.WAITING_FOR_USER, f"waiting for approval: {event.tool}")
-            self.emit(event)  # the session's approval channel resolves it
-        elif isinstance(event, events.ApprovalResolved):
-            move(record, ChildState.RUNNING_TOOL, f"approval {event.decision}")
-            self.emit(event)
-        elif isinstance(event, events.ToolCallStarted):
-            record.activity = f"step {record.steps_taken} · {event.name}"
-            moved = move(
-                record,
-                ChildState.RUNNING_TOOL,
-                event.summary or event.name,
-                tool=event.name,
-                summary=event.summary,
-            )
-            if not moved:  # parallel reads: already running a tool, still announce this one
-                self.mailbox.publish(
-                    lambda seq: agent_events.AgentToolStarted(
-                        seq=seq,
-                        agent_id=child.agent_id,
-                        tool=event.name,
-                        summary=event.summary,
-                        step=record.steps_taken,
-                    )
-                )
-        elif isinstance(event, events.ToolCallFinished):
-            self.mailbox.publish(
-                lambda seq: agent_events.AgentToolFinished(
-                    seq=seq,
-                    agent_id=child.agent_id,
-                    tool=event.name,
-                    ok=event.ok,
-                    step=record.steps_taken,
-                )
-            )
-        elif isinstance(event, events.AssistantMessage):
-            record.steps_taken += 1
-            if not event.interrupted:
-                move(record, ChildState.RUNNING)
-        elif isinstance(event, events.TurnStarted | events.SteerAccepted):
-            move(record, ChildState.MODEL_WAIT)
-        elif isinstance(event, events.AssistantDelta | events.ReasoningDelta):
-            self._streaming(child, event.text)
-        elif isinstance(event, events.WaitStarted):
-            move(record, ChildState.WAITING_FOR_CHILDREN, "waiting for its sub-agents")
-        elif isinstance(event, events.WaitEnded):
-            move(record, ChildState.RUNNING)
-        elif isinstance(event, events.UsageEvent):
-            self._add_usage(child, event)
-        self.writer.mark_dirty(FLUSH_DELAY_SECS)
-
-    def _streaming(self, child: Child, text: str) -> None:
-        record = child.record
-        self.lifecycle.move(record, ChildState.MODEL_WAIT)
-        tail = child.add_text(text)
-        now = time.monotonic()
-        if now - child.last_tail_publish < PROGRESS_INTERVAL_SECS:
-            return
-        child.last_tail_publish = now
-        record.activity = f"step {record.steps_taken + 1} · writing"
-        self.mailbox.publish(
-            lambda seq: agent_events.AgentProgress(
-                seq=seq,
-                agent_id=child.agent_id,
-                message=record.activity,
-                worker_status=record.worker_status,
-                text_tail=tail,
-            )
-        )
-
-    def _add_usage(self, child: Child, event: events.UsageEvent) -> None:
-        """The child's own totals, and a roll-up into every ancestor's record."""
-        values = (event.input, event.output, event.cache_hit, event.cache_miss)
-        amounts = dict(zip(USAGE_KEYS, values, strict=True))
-        record = child.record
-        for key, value in amounts.items():
-            record.usage[key] += value
-        ancestor = self._children.get(record.parent_agent_id or "")
-        while ancestor is not None:
-            for key, value in amounts.items():
-                ancestor.record.descendant_usage[key] += value
-            ancestor = self._children.get(ancestor.record.parent_agent_id or "")
-        self.mailbox.publish(
-            lambda seq: agent_events.AgentUsage(
-                seq=seq, agent_id=child.agent_id, **dict(record.usage)
-            )
-        )
 
     # -- stopping ----------------------------------------------------------------------------
 

@@ -328,16 +328,7 @@ async def test_plan_mode_parent_makes_a_general_child_read_only(llm, make_sessio
 
 
 async def test_child_approvals_reach_the_parent_channel_naming_the_child(llm, make_session):
-    session = make_session(mode=Mode.AGENT)
-    asked = []
-
-    def approve(event):
-        session.seen.append(event)
-        if isinstance(event, events.ApprovalRequested):
-            asked.append(event)
-            event.resolve("deny")
-
-    session.manager.emit = approve
+    session = make_session(mode=Mode.AGENT, approve="deny")
     llm.route(
         for_task("shell"),
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "echo hi"})]),
@@ -346,6 +337,7 @@ async def test_child_approvals_reach_the_parent_channel_naming_the_child(llm, ma
     opened = session.manager.open({"prompt": "shell", "name": "runner"})
     await wait_done(session, opened["agent_id"])
     await session.close()
+    asked = [e for e in session.seen if isinstance(e, events.ApprovalRequested)]
     assert len(asked) == 1
     assert "runner" in asked[0].requester and asked[0].tool == "exec_shell"
 

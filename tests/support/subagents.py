@@ -30,8 +30,8 @@ async def make_session(llm, tmp_path, monkeypatch, isolated_home):
     (workspace / "a.py").write_text("print('a')\n")
     sessions = []
 
-    def make(mode: Mode = Mode.YOLO, config: str = "", approve: bool = False):
-        """A runtime; `approve` grants every approval request ("approve_always")."""
+    def make(mode: Mode = Mode.YOLO, config: str = "", approve: bool | str = False):
+        """A runtime; `approve` answers every approval request ("approve_always" if True)."""
         if config:
             path = isolated_home / "config" / "config.toml"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,7 +41,7 @@ async def make_session(llm, tmp_path, monkeypatch, isolated_home):
         def emit(event: events.Event) -> None:
             seen.append(event)
             if approve and isinstance(event, events.ApprovalRequested):
-                event.resolve("approve_always")
+                event.resolve(approve if isinstance(approve, str) else "approve_always")
 
         session = open_runtime(
             workspace=workspace, mode=mode, emit=emit, retry_base_delay_secs=0.01
