@@ -52,7 +52,7 @@ class AgentRow(Static, can_focus=True):
         if snapshot.terminal:
             activity = snapshot.status
         if snapshot.continuable:
-            activity = "interrupted · Enter to open, then Continue"
+            activity = "continuable: Enter, then Continue"
         line.append(f"  {clean_text(activity or snapshot.worker_status)[:40]}", style="dim")
         self.update(line)
 
