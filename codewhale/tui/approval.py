@@ -38,6 +38,11 @@ class ApprovalScreen(ModalScreen[str]):
                 classes="command",
                 markup=False,
             )
+            yield Static(
+                f"“Always” allows {_scope_text(request.scope or request.tool)} for this session.",
+                classes="scope",
+                markup=False,
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Approve once [y]", id="approve", variant="success")
                 yield Button("Always this session [a]", id="approve_always")
@@ -48,3 +53,15 @@ class ApprovalScreen(ModalScreen[str]):
 
     def action_answer(self, answer: str) -> None:
         self.dismiss(answer)
+
+
+def _scope_text(scope: str) -> str:
+    """`exec_shell:git status` → "`git status` commands"; an exact scope is this command only."""
+    tool, _, detail = scope.partition(":")
+    if not detail:
+        return f"every {tool} call"
+    if detail.startswith("="):
+        return "this exact command" if tool == "exec_shell" else "this exact call"
+    if tool == "fetch_url":
+        return f"fetching from {clean_text(detail)}"
+    return f"`{clean_text(detail)}` commands"
