@@ -44,6 +44,7 @@ from codewhale.subagents.records import (
     now_ms,
     snapshot_of_record,
 )
+from codewhale.subagents.roles import AGENT_TOOLS
 from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
 from codewhale.subagents.store import (
     FLUSH_DELAY_SECS,
@@ -99,6 +100,10 @@ class SubAgentManager:
         self.context = root.context
         self.session_id = session_id
         self.tools_factory = tools_factory
+        # What `allowed_tools` may name; the same for every child, so computed once.
+        self.known_tools = frozenset(
+            [*(tool.name for tool in tools_factory()), *sorted(AGENT_TOOLS)]
+        )
         self.agent_tools_factory = agent_tools_factory
         self.emit = emit
         self.memory_text = memory_text
@@ -238,12 +243,11 @@ class SubAgentManager:
     def open(self, arguments: dict[str, Any], *, opener: Opener | None = None) -> dict[str, Any]:
         """Validate, admit and start a child; returns its projection at once."""
         opener = opener or self.root
-        all_tools = [tool.name for tool in self.tools_factory()]
         request = parse_spawn(
             arguments,
             workspace=opener.context.workspace,
             definitions=self.definitions,
-            known_tools={*all_tools, "agent_open", "agent_eval", "agent_close"},
+            known_tools=self.known_tools,
             config=self.config,
             settings=self.settings,
         )

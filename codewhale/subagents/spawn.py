@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def resolve_type(
         raise SpawnError(str(error)) from None
 
 
-def clean_tool_list(raw: Any, known: set[str]) -> tuple[str, ...]:
+def clean_tool_list(raw: Any, known: AbstractSet[str]) -> tuple[str, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str):
@@ -143,7 +144,7 @@ def parse_spawn(
     *,
     workspace: Path,
     definitions: DefinitionSet,
-    known_tools: set[str],
+    known_tools: AbstractSet[str],
     config: SubagentsConfig,
     settings: ProviderSettings,
 ) -> SpawnRequest:
