@@ -17,8 +17,8 @@ from pathlib import Path
 
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
-from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.progress import ChildProgress
+from codewhale.subagents.runner import ChildRunner
 from codewhale.subagents.store import SubagentStore
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.serve import loopback_process
@@ -54,9 +54,9 @@ class ManagerClock:
         self.seconds = 0.0
         for owner, name in (
             (ChildProgress, "on_event"),
-            (SubAgentManager, "_finish"),
-            (SubAgentManager, "_finish_stopped"),
-            (SubAgentManager, "_settle"),
+            (ChildRunner, "_finish"),
+            (ChildRunner, "_finish_stopped"),
+            (ChildRunner, "_settle"),
         ):
             self._wrap(owner, name)
         original = SubagentStore.snapshot

@@ -21,7 +21,7 @@ from codewhale.authority import Authority
 from codewhale.config_models import SubagentsConfig
 from codewhale.engine import events
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
-from codewhale.engine.loop import Engine, TurnResult
+from codewhale.engine.loop import Engine
 from codewhale.engine.prompt import git_branch
 from codewhale.handles import HandleStore
 from codewhale.providers.client import ChatClient
@@ -30,7 +30,6 @@ from codewhale.subagents import delivery, launch
 from codewhale.subagents import events as agent_events
 from codewhale.subagents.admission import QUEUE_HEARTBEAT_SECS, QUEUED_TEXT, Admission
 from codewhale.subagents.child import Child, Opener
-from codewhale.subagents.contract import REMINDER, parse_report, verify_claims
 from codewhale.subagents.definitions import DefinitionSet
 from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_owners
 from codewhale.subagents.liveness import LivenessMonitor, stall_message
@@ -45,6 +44,7 @@ from codewhale.subagents.records import (
     snapshot_of_record,
 )
 from codewhale.subagents.roles import AGENT_TOOLS
+from codewhale.subagents.runner import ChildRunner
 from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
 from codewhale.subagents.store import (
     FLUSH_DELAY_SECS,
@@ -122,6 +122,14 @@ class SubAgentManager:
             self._stalled,
         )
         self._children: dict[str, Child] = {}
+        self.runner = ChildRunner(
+            admission=self.admission,
+            lifecycle=self.lifecycle,
+            liveness=self.liveness,
+            mailbox=self.mailbox,
+            children=self._children,
+            write_now=lambda: self.writer.mark_dirty(0),
+        )
         self.progress = ChildProgress(
             lifecycle=self.lifecycle,
             mailbox=self.mailbox,
@@ -261,7 +269,7 @@ class SubAgentManager:
         child = self._create(request, opener)
         self._children[child.agent_id] = child
         self.lifecycle.enter(child.record, QUEUED_TEXT)
-        self._start(child)
+        self.runner.start(child)
         if opener.agent_id is not None:
             self.mailbox.publish(
                 lambda seq: agent_events.AgentSpawned(
@@ -386,119 +394,8 @@ class SubAgentManager:
             requester=f"{record.nickname} ({record.name}, {record.type})",
         )
 
-    # -- running -------------------------------------------------------------------------
-
-    def _start(self, child: Child, *, resume_note: str | None = None) -> None:
-        child.done = asyncio.Event()
-        child.stop = None
-        child.task = asyncio.get_running_loop().create_task(self._run(child, resume_note))
-        child.task.add_done_callback(lambda _: self._settle(child))
-        self.liveness.ensure_running()
-
-    async def _run(self, child: Child, resume_note: str | None) -> None:
-        record = child.record
-        engine = child.engine
-        assert engine is not None
-        try:
-            async with self.admission.slot(lambda: self._still_queued(child)):
-                self.lifecycle.move(record, ChildState.STARTING, "started")
-                self.liveness.touch(child)
-                if resume_note is not None:
-                    result = await engine.continue_turn(resume_note)
-                else:
-                    result = await engine.run_turn(child.first_prompt)
-                if result.status == "completed":
-                    result = await self._remind_if_malformed(child, engine, result)
-                    report = parse_report(result.final_text)
-                    if report["well_formed"]:
-                        # git status runs in a thread: a blocking subprocess would stall
-                        # every other child's stream for its duration.
-                        record.verification = await asyncio.to_thread(
-                            verify_claims, Path(record.workspace), report
-                        )
-                self._finish(child, result)
-        except asyncio.CancelledError:
-            self._finish_stopped(child)
-
-    def _still_queued(self, child: Child) -> None:
-        self.mailbox.publish(
-            lambda seq: agent_events.AgentProgress(
-                seq=seq, agent_id=child.agent_id, message=QUEUED_TEXT, worker_status="queued"
-            )
-        )
-
-    def _settle(self, child: Child) -> None:
-        """Runs when the task ends, even one cancelled before its first line executed."""
-        if not child.record.terminal:
-            self._finish_stopped(child)
-        child.done.set()
-        self.writer.mark_dirty(0)
-        if child.engine is not None:
-            # Its connections are idle now; a continuation opens fresh ones.
-            asyncio.get_running_loop().create_task(child.engine.client.aclose())
-
-    async def _remind_if_malformed(
-        self, child: Child, engine: Engine, result: TurnResult
-    ) -> TurnResult:
-        report = parse_report(result.final_text)
-        if report["well_formed"] or engine.max_steps - result.steps < 1:
-            return result
-        engine.max_steps -= result.steps
-        retry = await engine.run_turn(REMINDER)
-        if retry.status != "completed":
-            return result
-        retry.steps += result.steps
-        return retry
-
-    def _finish(self, child: Child, result: TurnResult) -> None:
-        record = child.record
-        if child.stop is not None:
-            self._finish_stopped(child)
-            return
-        record.steps_taken = max(record.steps_taken, result.steps)
-        if result.status == "completed":
-            record.result = result.final_text
-            record.report = parse_report(result.final_text)
-            to, message = ChildState.COMPLETED, "completed"
-        elif result.status == "timed_out":
-            record.error = f"{result.error}; checkpoint preserved for continuation"
-            to, message = ChildState.INTERRUPTED, record.error
-        else:
-            record.error = result.error or f"turn ended with status {result.status}"
-            record.result = result.final_text or None
-            to, message = ChildState.FAILED, record.error
-        self.lifecycle.move(record, to, message)
-        self._ended(child)
-
-    def _finish_stopped(self, child: Child) -> None:
-        state, message = child.stop or (ChildState.CANCELLED, "cancelled")
-        record = child.record
-        if state is ChildState.CANCELLED:
-            record.result = message
-        else:
-            record.error = message
-        self.lifecycle.move(record, state, message)
-        self._ended(child)
-
-    def _ended(self, child: Child) -> None:
-        """Tell its opener, and stop its own children: nobody would hear them finish."""
-        child.opener.inbox.runtime_event(delivery.completion_event(child.record))
-        for other in self._children.values():
-            if other.live and child.seat is not None and other.opener is child.seat:
-                self.stop(
-                    other, ChildState.CANCELLED, f"cancelled: its opener {child.agent_id} ended"
-                )
-
-    # -- stopping ----------------------------------------------------------------------------
-
     def stop(self, child: Child, state: ChildState, message: str) -> None:
-        if child.record.terminal or not child.live or child.task is None:
-            return
-        child.stop = (state, message)
-        if child.engine is not None and child.engine.running:
-            child.engine.cancel()
-        else:
-            child.task.cancel()
+        self.runner.stop(child, state, message)
 
     def _stalled(self, child: Child) -> None:
         self.stop(child, ChildState.CANCELLED, stall_message(self.heartbeat_timeout))
@@ -575,7 +472,7 @@ class SubAgentManager:
         self.lifecycle.move(record, ChildState.QUEUED, "continuing from its checkpoint")
         record.owner_pid = os.getpid()
         record.session_boot_id = self.session_boot_id
-        self._start(child, resume_note=CONTINUE_NOTE.format(reason=reason))
+        self.runner.start(child, resume_note=CONTINUE_NOTE.format(reason=reason))
         return {"resumed": True}
 
     def _rebuild(self, child: Child) -> None:

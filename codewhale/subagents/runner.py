@@ -1,0 +1,151 @@
+"""Running one child to its end: launch slot, turn, report check, the final move, and
+what its end means for others (its opener is told; its own children are stopped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from codewhale.engine.loop import Engine, TurnResult
+from codewhale.subagents import delivery
+from codewhale.subagents import events as agent_events
+from codewhale.subagents.admission import QUEUED_TEXT, Admission
+from codewhale.subagents.child import Child
+from codewhale.subagents.contract import REMINDER, parse_report, verify_claims
+from codewhale.subagents.lifecycle import ChildState, Lifecycle
+from codewhale.subagents.liveness import LivenessMonitor
+from codewhale.subagents.mailbox import Mailbox
+
+
+class ChildRunner:
+    def __init__(
+        self,
+        *,
+        admission: Admission,
+        lifecycle: Lifecycle,
+        liveness: LivenessMonitor,
+        mailbox: Mailbox,
+        children: Mapping[str, Child],
+        write_now: Callable[[], None],
+    ) -> None:
+        self.admission = admission
+        self.lifecycle = lifecycle
+        self.liveness = liveness
+        self.mailbox = mailbox
+        # Every child by id: an ending child's own children are found here.
+        self.children = children
+        # Schedules the state-file write at once (a child settled).
+        self.write_now = write_now
+
+    def start(self, child: Child, *, resume_note: str | None = None) -> None:
+        """Run the child as a detached task (a continuation when `resume_note` is given)."""
+        child.done = asyncio.Event()
+        child.stop = None
+        child.task = asyncio.get_running_loop().create_task(self._run(child, resume_note))
+        child.task.add_done_callback(lambda _: self._settle(child))
+        self.liveness.ensure_running()
+
+    async def _run(self, child: Child, resume_note: str | None) -> None:
+        record = child.record
+        engine = child.engine
+        assert engine is not None
+        try:
+            async with self.admission.slot(lambda: self._still_queued(child)):
+                self.lifecycle.move(record, ChildState.STARTING, "started")
+                self.liveness.touch(child)
+                if resume_note is not None:
+                    result = await engine.continue_turn(resume_note)
+                else:
+                    result = await engine.run_turn(child.first_prompt)
+                if result.status == "completed":
+                    result = await self._remind_if_malformed(child, engine, result)
+                    report = parse_report(result.final_text)
+                    if report["well_formed"]:
+                        # git status runs in a thread: a blocking subprocess would stall
+                        # every other child's stream for its duration.
+                        record.verification = await asyncio.to_thread(
+                            verify_claims, Path(record.workspace), report
+                        )
+                self._finish(child, result)
+        except asyncio.CancelledError:
+            self._finish_stopped(child)
+
+    def _still_queued(self, child: Child) -> None:
+        self.mailbox.publish(
+            lambda seq: agent_events.AgentProgress(
+                seq=seq, agent_id=child.agent_id, message=QUEUED_TEXT, worker_status="queued"
+            )
+        )
+
+    def _settle(self, child: Child) -> None:
+        """Runs when the task ends, even one cancelled before its first line executed."""
+        if not child.record.terminal:
+            self._finish_stopped(child)
+        child.done.set()
+        self.write_now()
+        if child.engine is not None:
+            # Its connections are idle now; a continuation opens fresh ones.
+            asyncio.get_running_loop().create_task(child.engine.client.aclose())
+
+    async def _remind_if_malformed(
+        self, child: Child, engine: Engine, result: TurnResult
+    ) -> TurnResult:
+        report = parse_report(result.final_text)
+        if report["well_formed"] or engine.max_steps - result.steps < 1:
+            return result
+        engine.max_steps -= result.steps
+        retry = await engine.run_turn(REMINDER)
+        if retry.status != "completed":
+            return result
+        retry.steps += result.steps
+        return retry
+
+    def _finish(self, child: Child, result: TurnResult) -> None:
+        record = child.record
+        if child.stop is not None:
+            self._finish_stopped(child)
+            return
+        record.steps_taken = max(record.steps_taken, result.steps)
+        if result.status == "completed":
+            record.result = result.final_text
+            record.report = parse_report(result.final_text)
+            to, message = ChildState.COMPLETED, "completed"
+        elif result.status == "timed_out":
+            record.error = f"{result.error}; checkpoint preserved for continuation"
+            to, message = ChildState.INTERRUPTED, record.error
+        else:
+            record.error = result.error or f"turn ended with status {result.status}"
+            record.result = result.final_text or None
+            to, message = ChildState.FAILED, record.error
+        self.lifecycle.move(record, to, message)
+        self._ended(child)
+
+    def _finish_stopped(self, child: Child) -> None:
+        state, message = child.stop or (ChildState.CANCELLED, "cancelled")
+        record = child.record
+        if state is ChildState.CANCELLED:
+            record.result = message
+        else:
+            record.error = message
+        self.lifecycle.move(record, state, message)
+        self._ended(child)
+
+    def _ended(self, child: Child) -> None:
+        """Tell its opener, and stop its own children: nobody would hear them finish."""
+        child.opener.inbox.runtime_event(delivery.completion_event(child.record))
+        for other in self.children.values():
+            if other.live and child.seat is not None and other.opener is child.seat:
+                self.stop(
+                    other, ChildState.CANCELLED, f"cancelled: its opener {child.agent_id} ended"
+                )
+
+    def stop(self, child: Child, state: ChildState, message: str) -> None:
+        if child.record.terminal or not child.live or child.task is None:
+            return
+        child.stop = (state, message)
+        if child.engine is not None and child.engine.running:
+            child.engine.cancel()
+        else:
+            child.task.cancel()
