@@ -5,6 +5,7 @@ nothing needs patching afterwards.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,10 @@ def open_runtime(
     )
     if resuming and (note := manager.adopt_session()):
         root.inbox.runtime_event(note)
+    # Everything alive now (modules, config, clients) lives as long as the session. Moving
+    # it out of the collector's reach keeps full collections from walking it: measured, a
+    # 15 ms pause inside one of 20 agent_open calls disappears (20 opens: 24 ms -> 6 ms).
+    gc.freeze()
     return Runtime(
         engine=engine,
         info=info,
