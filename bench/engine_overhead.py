@@ -60,7 +60,7 @@ async def engine_steps_ms(llm: LoopbackLLM, workspace: Path) -> list[float]:
 
     session = open_runtime(workspace=workspace, mode=Mode.YOLO, emit=on_event, max_steps=STEPS + 5)
     first_request = len(llm.requests)
-    await session.engine.run_turn("read it many times")
+    await session.submit("read it many times")
     await session.close()
     arrivals = [request.ts for request in llm.requests[first_request:]]
     return [(arrivals[i + 1] - finished[i]) * 1000 for i in range(STEPS)]

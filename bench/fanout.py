@@ -90,7 +90,7 @@ async def run_fanout(workspace: Path, children: int, clock: ManagerClock):
     session = open_runtime(workspace=workspace, mode=Mode.YOLO)
     cpu_before, manager_before = time.process_time(), clock.seconds
     started = time.perf_counter()
-    await session.engine.run_turn(f"fan out {children}")
+    await session.submit(f"fan out {children}")
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu_before
     manager_cpu = clock.seconds - manager_before

@@ -21,7 +21,7 @@ from pathlib import Path
 from codewhale.engine import events
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
-from codewhale.tools.registry import default_tools
+from codewhale.subagents.lifecycle import ChildState
 
 BURSTS = (10_000, 50_000)
 CHILDREN = 20
@@ -33,13 +33,13 @@ async def burst(persist: bool, workspace: Path, count: int) -> float:
     manager = session.manager
     if not persist:
         manager.state_error = "persistence off for this measurement"
-    names = [tool.name for tool in default_tools()]
     children = []
     for i in range(CHILDREN):
         # Children are built but never started: only their records see events.
-        child = manager._create_child(_spawn(manager, f"child {i}"), names, None)
-        child.record.status = "running"
+        child = manager._create(_spawn(manager, f"child {i}"), manager.root)
         manager._children[child.record.agent_id] = child
+        manager.lifecycle.enter(child.record, "queued")
+        manager.lifecycle.move(child.record, ChildState.STARTING)
         children.append(child)
     started = time.perf_counter()
     for n in range(count):
@@ -50,12 +50,13 @@ async def burst(persist: bool, workspace: Path, count: int) -> float:
             )
         else:
             event = events.ToolCallStarted(call_id="c", name="grep_files", arguments="{}")
-        manager._on_child_event(child, event)
+        manager.progress.on_event(child, event)
         await asyncio.sleep(0)
     elapsed = time.perf_counter() - started
     # The trailing write lands off the event loop; wait for it outside the measurement.
     await manager.flush()
     for child in children:
+        assert child.engine is not None
         await child.engine.client.aclose()
     manager._children.clear()
     await session.close()
@@ -69,7 +70,7 @@ def _spawn(manager, prompt: str):
         {"prompt": prompt},
         workspace=manager.workspace,
         definitions=manager.definitions,
-        known_tools={tool.name for tool in default_tools()},
+        known_tools=manager.known_tools,
         config=manager.config,
         settings=manager.settings,
     )

@@ -44,10 +44,10 @@ async def measure(workspace: Path) -> tuple[list[float], float, float]:
             await pilot.press(char if char != " " else "space")
         await pilot.press("enter")
         cpu_before, wall_before = time.process_time(), time.perf_counter()
-        while not app.session.manager.has_live_children():
+        while not app.runtime.manager.has_live_children():
             await pilot.pause(0.01)
         composer = app.composer
-        while app.session.manager.has_live_children():
+        while app.runtime.manager.has_live_children():
             before = len(composer.text)
             started = time.perf_counter()
             composer.post_message(events.Key("x", "x"))
