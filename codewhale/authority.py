@@ -2,7 +2,8 @@
 
 The parent holds full authority. A child's authority is computed once, when it
 is opened, as the intersection of its opener's authority with its own role's
-posture, `allowed_tools` and `cwd`; so delegation can only narrow, never widen.
+posture and `allowed_tools`; so delegation can only narrow, never widen. Its `cwd`
+is confined by its tool context's workspace, which must lie inside its opener's.
 The session's *current* mode is applied on top at every call (`check`), which is
 how `/mode plan` narrows every running descendant at its next tool call and
 switching back restores at most each child's ceiling.
@@ -14,8 +15,7 @@ authority forbids is refused without asking the user.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from codewhale.permissions import ApprovalClass, CommandClass, classify_command
@@ -32,17 +32,6 @@ def narrower_shell(a: CommandClass | None, b: CommandClass | None) -> CommandCla
     return a if _SHELL_ORDER.index(a) <= _SHELL_ORDER.index(b) else b
 
 
-def shell_allows(scope: CommandClass | None, command: str) -> bool:
-    if scope is None:
-        return False
-    if scope is CommandClass.OTHER:
-        return True
-    kind = classify_command(command)
-    if scope is CommandClass.READ_ONLY:
-        return kind is CommandClass.READ_ONLY
-    return kind in (CommandClass.READ_ONLY, CommandClass.TEST)
-
-
 @dataclass(frozen=True)
 class Authority:
     """A ceiling on tool use; `label` names who imposed it, for refusal messages."""
@@ -53,8 +42,6 @@ class Authority:
     shell: CommandClass | None = CommandClass.OTHER
     # None: every tool; otherwise only these names.
     tools: frozenset[str] | None = None
-    # Where file tools and the shell are confined (None: the workspace root).
-    root: Path | None = None
     label: str = FULL_LABEL
 
     @classmethod
@@ -62,7 +49,7 @@ class Authority:
         return cls()
 
     def narrowed(self, other: Authority) -> Authority:
-        """The intersection of two authorities; the narrower root and both labels."""
+        """The intersection of two authorities, labelled with both."""
         tools: frozenset[str] | None
         if self.tools is None:
             tools = other.tools
@@ -76,12 +63,8 @@ class Authority:
             and (other.writes or other.plan_artifacts),
             shell=narrower_shell(self.shell, other.shell),
             tools=tools,
-            root=_deeper_root(self.root, other.root),
             label=_join_labels(self.label, other.label),
         )
-
-    def with_root(self, root: Path) -> Authority:
-        return replace(self, root=_deeper_root(self.root, root))
 
     def check(
         self,
@@ -112,7 +95,10 @@ class Authority:
             return f"{SHELL_TOOL} is not available to {self.label} (no shell)."
         if self.shell is CommandClass.OTHER or not isinstance(command, str):
             return None
-        if shell_allows(self.shell, command):
+        kind = classify_command(command)
+        if kind is CommandClass.READ_ONLY or (
+            kind is CommandClass.TEST and self.shell is CommandClass.TEST
+        ):
             return None
         allowed = "read-only" if self.shell is CommandClass.READ_ONLY else "test"
         return (
@@ -132,7 +118,6 @@ class Authority:
             "plan_artifacts": self.plan_artifacts,
             "shell": self.shell.value if self.shell is not None else None,
             "tools": sorted(self.tools) if self.tools is not None else None,
-            "root": str(self.root) if self.root is not None else None,
             "label": self.label,
         }
 
@@ -143,13 +128,11 @@ class Authority:
             return READ_ONLY
         shell = data.get("shell")
         tools = data.get("tools")
-        root = data.get("root")
         return cls(
             writes=data.get("writes") is True,
             plan_artifacts=data.get("plan_artifacts") is True,
             shell=CommandClass(shell) if shell in {c.value for c in CommandClass} else None,
             tools=frozenset(str(t) for t in tools) if isinstance(tools, list) else None,
-            root=Path(root) if isinstance(root, str) else None,
             label=str(data.get("label") or "restored"),
         )
 
@@ -157,15 +140,6 @@ class Authority:
 READ_ONLY = Authority(
     writes=False, plan_artifacts=False, shell=CommandClass.READ_ONLY, label="a read-only agent"
 )
-
-
-def _deeper_root(a: Path | None, b: Path | None) -> Path | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    # Both are inside the workspace; a child's cwd was checked against its opener's root.
-    return b if a == b or a in b.parents else a
 
 
 def _join_labels(outer: str, inner: str) -> str:

@@ -105,10 +105,11 @@ def open_runtime(
     conversation = Conversation(messages)
     meter = UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
+    builtin_tools = default_tools()
     definitions = load_definitions(
         WorkspacePaths(workspace).agents_dir,
         user_agents_dir(dirs),
-        {tool.name for tool in default_tools()},
+        {tool.name for tool in builtin_tools},
     )
     warnings += [f"agent definition {error}" for error in definitions.errors]
 
@@ -149,7 +150,7 @@ def open_runtime(
             f"[{m.get('role')}] {m.get('content') or ''}" for m in conversation.messages
         )
 
-    tools = [*default_tools(), *agent_tools(manager, root), *rlm_tools(rlm, transcript)]
+    tools = [*builtin_tools, *agent_tools(manager, root), *rlm_tools(rlm, transcript)]
     engine = Engine(
         client=client,
         tools=ToolRegistry(tools),

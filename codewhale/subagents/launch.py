@@ -15,9 +15,9 @@ from codewhale.tools.registry import ToolRegistry
 
 
 def child_authority(request: SpawnRequest, opener: Authority) -> Authority:
-    """The opener's authority narrowed by the role, its tool list and its cwd."""
+    """The opener's authority narrowed by the role and its tool list."""
     role = role_authority(request.role, request.type_name, request.allowed_tools)
-    return opener.narrowed(role).with_root(request.workspace)
+    return opener.narrowed(role)
 
 
 def offered_tools(registry: ToolRegistry, authority: Authority) -> list[dict[str, Any]]:
@@ -118,10 +118,7 @@ class ChildRecorder:
             return
         self.store.append_transcript(self.record.agent_id, messages[self._written :])
         self._written = len(messages)
-        self.record.checkpoint = {
-            "transcript": str(self.store.transcript_path(self.record.agent_id)),
-            "messages": len(messages),
-        }
+        self.record.checkpoint = self.store.checkpoint(self.record.agent_id, len(messages))
 
     def record_event(self, event: dict[str, Any]) -> None:
         """Events go to the mailbox instead; the transcript holds messages only."""

@@ -185,10 +185,7 @@ class SubAgentManager:
             # The state file may lag the transcript (coalesced writes): trust the file.
             lines = len(self.store.load_transcript(record.agent_id))
             if lines:
-                record.checkpoint = {
-                    "transcript": str(self.store.transcript_path(record.agent_id)),
-                    "messages": lines,
-                }
+                record.checkpoint = self.store.checkpoint(record.agent_id, lines)
         child = Child(record=record, opener=opener)
         child.done.set()
         self._children[record.agent_id] = child

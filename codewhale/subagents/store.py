@@ -123,6 +123,10 @@ class SubagentStore:
     def transcript_path(self, agent_id: str) -> Path:
         return self.transcripts_dir / f"{agent_id}.jsonl"
 
+    def checkpoint(self, agent_id: str, messages: int) -> dict[str, Any]:
+        """A continuable checkpoint: the first `messages` lines of the child's transcript."""
+        return {"transcript": str(self.transcript_path(agent_id)), "messages": messages}
+
     def load_transcript(self, agent_id: str) -> list[dict[str, Any]]:
         """Every whole message line; a torn last line (a crash mid-write) is left out."""
         path = self.transcript_path(agent_id)

@@ -61,8 +61,8 @@ def test_refusals_name_who_imposed_the_ceiling():
     assert "the implementer role (full access) opened by the explore role (read-only)" in message
 
 
-def test_authority_survives_a_round_trip_and_unreadable_data_reads_as_read_only(tmp_path):
-    value = role_authority(Role.CUSTOM, "custom", ("read_file",)).with_root(tmp_path)
+def test_authority_survives_a_round_trip_and_unreadable_data_reads_as_read_only():
+    value = role_authority(Role.CUSTOM, "custom", ("read_file",))
     assert Authority.from_json(json.loads(json.dumps(value.to_json()))) == value
     assert Authority.from_json(None) == READ_ONLY
     assert Authority.from_json({"shell": "everything"}).shell is None
