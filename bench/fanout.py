@@ -39,8 +39,8 @@ def responder(body: dict) -> Reply:
         if last.get("role") == "user" and str(last.get("content")).startswith("fan out"):
             count = int(str(last["content"]).split()[-1])
             opens = [ToolCallSpec("agent_open", {"prompt": f"job {i}"}) for i in range(count)]
-            return Reply(tool_calls=opens)
-        return Reply(text="noted")
+            return Reply(tool_calls=opens, request_delay=LATENCY)
+        return Reply(text="noted", request_delay=LATENCY)
     steps_done = sum(1 for m in body["messages"] if m.get("role") == "assistant")
     if steps_done < STEPS - 1:
         return Reply(tool_calls=[ToolCallSpec("list_dir", {})], request_delay=LATENCY)

@@ -42,6 +42,7 @@ class Inbox:
     def __init__(self) -> None:
         self._items: deque[InboxItem] = deque()
         self._arrived = asyncio.Event()
+        self._next: list[asyncio.Future[None]] = []
 
     def steer(self, text: str) -> None:
         self._put(InboxItem(text, steer=True))
@@ -52,6 +53,10 @@ class Inbox:
     def _put(self, item: InboxItem) -> None:
         self._items.append(item)
         self._arrived.set()
+        waiters, self._next = self._next, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def drain(self) -> list[InboxItem]:
         items = list(self._items)
@@ -69,9 +74,19 @@ class Inbox:
     def __bool__(self) -> bool:
         return bool(self._items)
 
+    @property
+    def has_steer(self) -> bool:
+        return any(item.steer for item in self._items)
+
     async def wait(self) -> None:
         """Return as soon as something is in the inbox."""
         await self._arrived.wait()
+
+    async def next_arrival(self) -> None:
+        """Return when one more item arrives, whatever is already waiting."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._next.append(waiter)
+        await waiter
 
 
 @dataclass

@@ -49,6 +49,12 @@ class ToolDispatcher:
         batch: list[int] = []
 
         async def flush() -> None:
+            if len(batch) == 1:
+                # One call runs in this task: a task and a gather per step cost loop turns
+                # that many children streaming at once feel.
+                index = batch.pop()
+                outcomes[index] = await self._run_one(calls[index])
+                return
             results = await asyncio.gather(*(self._run_one(calls[i]) for i in batch))
             for index, outcome in zip(batch, results, strict=True):
                 outcomes[index] = outcome

@@ -38,10 +38,19 @@ CONTINUE_AFTER_LENGTH = (
     "stopped, without repeating what you already wrote."
 )
 INTERRUPTED_NOTE = "[interrupted by the user]"
+# Children opened together tend to end together. After one completion wakes a held
+# turn, it waits for the others while they keep arriving (no gap longer than the
+# quiet period, no longer than the cap in all), so one model call reads them all
+# instead of one call per completion. A steer, or no child left running, ends it.
+SETTLE_QUIET_SECS = 0.2
+SETTLE_CAP_SECS = 1.0
 
 
 class Recorder(Protocol):
     """Where an engine persists its conversation (a session file, a child's transcript)."""
+
+    # The event types it keeps: the engine converts only those (it emits several a step).
+    recorded_events: frozenset[str]
 
     def record_messages(self, messages: list[dict[str, Any]]) -> None: ...
     def record_event(self, event: dict[str, Any]) -> None: ...
@@ -109,7 +118,7 @@ class Engine:
         return self.meter.total
 
     def _emit(self, event: events.Event) -> None:
-        if self.recorder is not None:
+        if self.recorder is not None and event.type in self.recorder.recorded_events:
             self.recorder.record_event(event.to_dict())
         self.emit(event)
 
@@ -257,6 +266,7 @@ class Engine:
                     self._emit(events.WaitStarted(reason="children"))
                     try:
                         await self.inbox.wait()
+                        await self._settle_completions()
                     finally:
                         self._emit(events.WaitEnded(reason="children"))
                     continue
@@ -266,6 +276,19 @@ class Engine:
             state.pending_calls = []
             self.messages.extend(outcome.message() for outcome in outcomes)
             self._checkpoint()
+
+    async def _settle_completions(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_CAP_SECS
+        while self.hold() and not self.inbox.has_steer:
+            quiet = min(SETTLE_QUIET_SECS, deadline - loop.time())
+            if quiet <= 0:
+                return
+            try:
+                async with asyncio.timeout(quiet):
+                    await self.inbox.next_arrival()
+            except TimeoutError:
+                return
 
     def _accept_inbox(self) -> None:
         for item in self.inbox.drain():

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import json
 import logging
-import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -36,6 +34,7 @@ from codewhale.providers.retry import RetryBudget
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.status import error_for_status
 from codewhale.providers.stream import StreamAssembler, completion_from_message
+from codewhale.providers.transport import Transport
 from codewhale.providers.types import (
     Completion,
     StreamEvent,
@@ -48,12 +47,6 @@ logger = logging.getLogger("codewhale.providers")
 DRAIN_TIMEOUT_SECS = 1.0
 
 Message = Mapping[str, Any]
-
-
-@functools.cache
-def _shared_ssl_context() -> ssl.SSLContext:
-    """Loading the CA bundle costs ~20 ms; do it once per process, not once per client."""
-    return httpx.create_ssl_context()
 
 
 class Launcher(Protocol):
@@ -166,15 +159,13 @@ class ChatClient:
             _with_text_content if self._needs_text_content else None
         )
         self._tool_fragments = _FragmentCache()
-        idle = settings.stream_idle_timeout_secs
-        self._http = httpx.AsyncClient(
-            verify=_shared_ssl_context(),
-            # httpx's own read timeout is only a backstop: keep-alive comments reset it,
-            # so the idle timeout that matters is enforced per SSE event below.
-            timeout=httpx.Timeout(
-                connect=settings.connect_timeout_secs, read=idle + 5, write=30.0, pool=None
-            ),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+        # httpx's own read timeout is only a backstop: keep-alive comments reset it, so
+        # the idle timeout that matters is enforced per SSE event below.
+        self._transport = Transport(
+            settings.base_url,
+            connect_timeout=settings.connect_timeout_secs,
+            read_timeout=settings.stream_idle_timeout_secs + 5,
+            max_connections=64,
         )
 
     def clone(self) -> ChatClient:
@@ -194,7 +185,7 @@ class ChatClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._transport.aclose()
 
     def build_body(
         self,
@@ -281,11 +272,14 @@ class ChatClient:
         while True:
             delivered = False
             try:
-                async for event in self._stream_once(payload):
-                    delivered = True
-                    if isinstance(event, StreamFinished) and earlier_usage is not None:
-                        event = StreamFinished(_with_usage(event.completion, earlier_usage))
-                    yield event
+                # Closed here, not by the garbage collector's finalizer hook: that one costs
+                # a thread-safe wake-up and a task for every request.
+                async with aclosing(self._stream_once(payload)) as events:
+                    async for event in events:
+                        delivered = True
+                        if isinstance(event, StreamFinished) and earlier_usage is not None:
+                            event = StreamFinished(_with_usage(event.completion, earlier_usage))
+                        yield event
                 return
             except ProviderError as error:
                 # Once the caller has seen deltas, a silent retry would duplicate them.
@@ -367,12 +361,12 @@ class ChatClient:
         self._base_url = await self.launcher.ensure_started()
         return self._base_url.rstrip("/") + "/chat/completions"
 
-    async def _stream_once(self, payload: bytes) -> AsyncIterator[StreamEvent]:
+    async def _stream_once(self, payload: bytes) -> AsyncGenerator[StreamEvent, None]:
         headers = self._headers(streaming=True)
         url = await self._endpoint_url()
         started = False
         try:
-            async with self._http.stream("POST", url, content=payload, headers=headers) as response:
+            async with self._transport.post(url, payload, headers) as response:
                 if response.status_code != 200:
                     await response.aread()
                     raise error_for_status(response, self.settings)
@@ -383,14 +377,15 @@ class ChatClient:
                         yield TextDelta(completion.content)
                     yield StreamFinished(completion)
                     return
-                async for event in self._read_events(response):
-                    yield event
+                async with aclosing(self._read_events(response)) as events:
+                    async for event in events:
+                        yield event
         except httpx.TimeoutException as error:
             raise self._timeout_error(error, started) from None
         except httpx.TransportError as error:
             raise self._transport_error(error, started) from None
 
-    async def _read_events(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
+    async def _read_events(self, response: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
         """Decode SSE events, enforcing the idle timeout between data events."""
         assembler = StreamAssembler()
         idle = self.settings.stream_idle_timeout_secs
@@ -444,7 +439,8 @@ class ChatClient:
         headers = self._headers(streaming=False)
         url = await self._endpoint_url()
         try:
-            response = await self._http.post(url, content=payload, headers=headers)
+            async with self._transport.post(url, payload, headers) as response:
+                await response.aread()
         except httpx.TimeoutException as error:
             raise self._timeout_error(error, False) from None
         except httpx.TransportError as error:

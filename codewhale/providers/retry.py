@@ -29,6 +29,10 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(moment.timestamp() - current, 0.0)
 
 
+# Seeding a Random costs an os.urandom call; one generator serves every request.
+_JITTER = random.Random()
+
+
 @dataclass
 class RetryBudget:
     """Counts attempts and keeps every wait inside one overall deadline."""
@@ -41,7 +45,7 @@ class RetryBudget:
     def __post_init__(self) -> None:
         self._started = time.monotonic()
         self.retries_done = 0
-        self._rng = self.rng or random.Random()
+        self._rng = self.rng or _JITTER
 
     def next_delay(self, retry_after: float | None) -> float | None:
         """The wait before the next attempt, or None when retries or time are used up."""

@@ -103,6 +103,8 @@ class SessionWriter:
         self._write({"kind": "clear"})
         self._written_messages = 1
 
+    recorded_events = RECORDED_EVENTS
+
     def record_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind in RECORDED_EVENTS:

@@ -120,8 +120,11 @@ class ChildRecorder:
         self._written = len(messages)
         self.record.checkpoint = self.store.checkpoint(self.record.agent_id, len(messages))
 
+    # Events go to the mailbox instead; the transcript holds messages only.
+    recorded_events: frozenset[str] = frozenset()
+
     def record_event(self, event: dict[str, Any]) -> None:
-        """Events go to the mailbox instead; the transcript holds messages only."""
+        """Never called: no event type is recorded."""
 
     def sync(self) -> None:
         """Transcript lines are flushed as they are written."""

@@ -165,8 +165,14 @@ class SubAgentManager:
     # -- the tree ------------------------------------------------------------------------
 
     def hold_for(self, opener: Opener) -> Callable[[], bool]:
-        """For an engine: whether children it opened are still running."""
-        return lambda: any(c.live and c.opener is opener for c in self._children.values())
+        """For an engine: whether children it opened are still running.
+
+        A child whose record has ended has already posted its completion, so it no
+        longer holds its opener even while its task winds down.
+        """
+        return lambda: any(
+            c.live and not c.record.terminal and c.opener is opener for c in self._children.values()
+        )
 
     def adopt_session(self) -> str | None:
         """Take over this conversation's children from an earlier run (resume/continue).

@@ -151,11 +151,15 @@ class SubagentStore:
         atomic_write_text(self.transcript_path(agent_id), text, mode=0o644)
 
     def append_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
-        path = self.transcript_path(agent_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
-            for message in messages:
-                handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+        text = "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in messages)
+        path = self.transcripts_dir / f"{agent_id}.jsonl"
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(text)
+        except FileNotFoundError:  # the first transcript (or someone removed the folder)
+            self.transcripts_dir.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(text)
 
 
 class CoalescedWriter:

@@ -176,6 +176,62 @@ async def test_a_steer_while_held_open_wakes_the_turn_and_keeps_its_order(llm, m
     assert "subagent_completion" in parent_requests[3][-1]["content"]
 
 
+async def test_children_ending_together_wake_the_parent_once(llm, make_session):
+    session = make_session()
+    jobs = ("job alpha", "job beta", "job gamma")
+    is_child = lambda body: any(for_task(job)(body) for job in jobs)  # noqa: E731
+    for index, job in enumerate(jobs):
+        # Completions 40 ms apart: well inside the settle window, far from simultaneous.
+        llm.route(for_task(job), Reply(text=REPORT, request_delay=0.3 + 0.04 * index))
+    llm.route(
+        lambda body: not is_child(body),
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": job}) for job in jobs]),
+        Reply(text="waiting"),
+        Reply(text="read all three"),
+    )
+    result = await session.submit("fan out")
+    await session.close()
+    assert result.final_text == "read all three"
+    parent_requests = [r.json["messages"] for r in llm.requests if not is_child(r.json)]
+    assert len(parent_requests) == 3
+    completions = [m for m in parent_requests[2] if "subagent_completion" in str(m["content"])]
+    assert len(completions) == 3
+
+
+async def test_a_steer_ends_the_wait_for_sibling_completions_at_once(llm, make_session):
+    session = make_session()
+    parent = lambda body: not (for_task("quick")(body) or for_task("slow")(body))  # noqa: E731
+    llm.route(for_task("quick"), Reply(text=REPORT, request_delay=0.3))
+    llm.route(for_task("slow"), Reply(text=REPORT, request_delay=1.5))
+    llm.route(
+        parent,
+        Reply(
+            tool_calls=[
+                ToolCallSpec("agent_open", {"prompt": "quick"}),
+                ToolCallSpec("agent_open", {"prompt": "slow"}),
+            ]
+        ),
+        Reply(text="waiting"),
+        Reply(text="saw the steer"),
+        Reply(text="saw the slow one"),
+    )
+    turn = asyncio.create_task(session.submit("delegate"))
+    quick_done = lambda: any(  # noqa: E731
+        isinstance(e, events.AgentFinished) for e in session.seen
+    )
+    while not quick_done():
+        await asyncio.sleep(0.01)
+    # The quick child's completion is held while "slow" runs; a steer ends the hold.
+    session.steer("go on")
+    for _ in range(3):
+        await asyncio.sleep(0)
+    contents = [str(m["content"]) for m in session.messages]
+    assert "subagent_completion" in contents[-2] and contents[-1] == "go on"
+    result = await turn
+    await session.close()
+    assert result.final_text == "saw the slow one"
+
+
 async def test_a_completion_after_esc_opens_the_next_turn(llm, make_session):
     session = make_session()
     parent = lambda body: not for_task("later")(body)  # noqa: E731

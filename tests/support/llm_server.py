@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -152,7 +153,9 @@ class _Route:
 class LoopbackLLM:
     """The server; `with LoopbackLLM() as llm:` starts it on a free port and stops it after."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        # A server-side TLS context makes it an https:// endpoint (named "localhost").
+        self._tls = tls
         self._lock = threading.Lock()
         self._routes: list[_Route] = []
         self._default = _Route(None, deque(), None)
@@ -195,11 +198,16 @@ class LoopbackLLM:
     def base_url(self) -> str:
         if self._server is None:
             raise RuntimeError("LoopbackLLM is not started")
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        port = self._server.server_address[1]
+        if self._tls is not None:
+            return f"https://localhost:{port}/v1"
+        return f"http://127.0.0.1:{port}/v1"
 
     def start(self) -> LoopbackLLM:
         handler = type("BoundHandler", (_Handler,), {"llm": self})
         self._server = _Server(("127.0.0.1", 0), handler)
+        if self._tls is not None:
+            self._server.socket = self._tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
