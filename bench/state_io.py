@@ -36,8 +36,8 @@ async def burst(persist: bool, workspace: Path, count: int) -> float:
     children = []
     for i in range(CHILDREN):
         # Children are built but never started: only their records see events.
-        child = manager._create(_spawn(manager, f"child {i}"), manager.root)
-        manager._children[child.record.agent_id] = child
+        child = manager.builder.create(_spawn(manager, f"child {i}"), manager.root)
+        manager.roster.add(child)
         manager.lifecycle.enter(child.record, "queued")
         manager.lifecycle.move(child.record, ChildState.STARTING)
         children.append(child)
@@ -58,7 +58,7 @@ async def burst(persist: bool, workspace: Path, count: int) -> float:
     for child in children:
         assert child.engine is not None
         await child.engine.client.aclose()
-    manager._children.clear()
+    manager.roster.children.clear()
     await session.close()
     return elapsed
 

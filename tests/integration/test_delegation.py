@@ -120,7 +120,7 @@ async def test_a_child_waiting_40s_on_a_steady_grandchild_outlives_a_32s_heartbe
     session = make_session(
         config="[subagents]\napi_timeout_secs = 2\nheartbeat_timeout_secs = 32\n"
     )
-    assert session.manager.heartbeat_timeout == 32 and session.manager.api_timeout == 2
+    assert session.manager.heartbeat_timeout == 32 and session.manager.builder.api_timeout == 2
     llm.route(
         for_task("oversee"),
         Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "long answer"})]),

@@ -196,7 +196,7 @@ async def test_heartbeat_auto_cancel_frees_the_slot(llm, make_session):
 
 async def test_api_timeout_interrupts_and_continue_resumes_from_the_checkpoint(llm, make_session):
     session = make_session()
-    session.manager.api_timeout = 0.3
+    session.manager.builder.api_timeout = 0.3
     llm.route(
         for_task("slow"),
         Reply(fault=Fault.stall(seconds=20)),
