@@ -117,9 +117,6 @@ class SubagentStore:
                 del cache[seq]
         return f'{_dumps(data)[:-1]},"events":[{",".join(encoded)}]}}'
 
-    def save(self, records: list[WorkerRecord]) -> None:
-        self.write(self.snapshot(records))
-
     def transcript_path(self, agent_id: str) -> Path:
         return self.transcripts_dir / f"{agent_id}.jsonl"
 
@@ -163,10 +160,11 @@ class SubagentStore:
 
 
 class CoalescedWriter:
-    """Writes the state file at most once per delay, off the event loop.
+    """Writes the state file at most once per delay, off the event loop; or now, durably.
 
     Every change in the window rides along with the next write; `enabled` is asked
     each time so a manager can stop writing (e.g. after finding a file it must not touch).
+    Writes never overlap: one lock orders the background writes and `durable()`.
     """
 
     def __init__(
@@ -180,6 +178,10 @@ class CoalescedWriter:
         self.enabled = enabled
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
+        self._lock = asyncio.Lock()
+        # Tickets of `durable()` callers, and the last ticket a finished write covered.
+        self._requested = 0
+        self._written_through = 0
 
     def mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
         if not self.enabled():
@@ -188,17 +190,36 @@ class CoalescedWriter:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._write_later(delay))
 
+    async def durable(self) -> None:
+        """Return once the state as it is now is on disk (written whole and fsync'd).
+
+        For what the model is about to be told (a new child's id): several callers at
+        once share a write; one arriving during a write waits for the next.
+        """
+        if not self.enabled():
+            return
+        self._requested += 1
+        await self._write(ticket=self._requested)
+
     async def _write_later(self, delay: float) -> None:
         await asyncio.sleep(delay)
         # A change marked while a write is in flight gets a write of its own.
         while self._dirty:
             self._dirty = False
+            await self._write()
+            if self._dirty:
+                await asyncio.sleep(FLUSH_DELAY_SECS)
+
+    async def _write(self, ticket: int = 0) -> None:
+        async with self._lock:
+            if ticket and self._written_through >= ticket:
+                return  # a write that started after this caller asked has finished
+            through = self._requested
             snapshot = self.store.snapshot(self.records())
             # Encoding and the write (with its fsync) run in a thread so children keep
             # streaming.
             await asyncio.to_thread(self.store.write, snapshot)
-            if self._dirty:
-                await asyncio.sleep(FLUSH_DELAY_SECS)
+            self._written_through = through
 
     async def flush(self) -> None:
         """Write the current state now (after any write already in flight)."""
@@ -206,7 +227,7 @@ class CoalescedWriter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if self.enabled():
-            self.store.save(self.records())
+            await self._write()
 
 
 def _dumps(value: Any) -> str:

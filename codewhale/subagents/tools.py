@@ -65,11 +65,17 @@ class AgentOpen(_AgentTool):
     def summary(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("description") or arguments.get("prompt") or "")[:80]
 
+    # Opens in one response run together, so their records share one durable write.
+    sequential = False
+
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
-            return self.reply(self.manager.open(arguments, opener=self.opener))
+            projection = self.manager.open(arguments, opener=self.opener)
         except SpawnError as error:
             raise ToolError(str(error)) from None
+        # The id goes to the model next: a crash after that must still find the record.
+        await self.manager.writer.durable()
+        return self.reply(projection)
 
 
 class AgentEval(_AgentTool):

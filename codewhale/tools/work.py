@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from codewhale.handles import HandleError
-from codewhale.permissions import ApprovalClass, relative_to_workspace
+from codewhale.permissions import ApprovalClass, Mode, relative_to_workspace
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 from codewhale.work_state import STATUSES, Item
 
@@ -99,6 +99,12 @@ class Remember(Tool):
     approval = ApprovalClass.AUTO
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        if context.mode is Mode.PLAN:
+            # Plan mode changes nothing that outlives the session, the user's memory included.
+            raise ToolError(
+                "Plan mode is read-only: remember is disabled. Ask the user to switch to "
+                "Agent mode, or include the note in the plan."
+            )
         if not context.memory_enabled or context.memory_file is None:
             raise ToolError(
                 "memory is disabled; enable it with [memory] enabled = true in the config "
