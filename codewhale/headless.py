@@ -60,6 +60,11 @@ class Printer:
             return
         if isinstance(event, events.ToolCallStarted):
             self.err.write(f"· {event.name} {clean_text(event.summary)[:120]}\n")
+        elif isinstance(event, events.Retrying):
+            self.err.write(
+                f"retrying in {event.delay:.1f} s: {clean_text(event.reason)}"
+                f" (attempt {event.attempt} of {event.max_attempts})\n"
+            )
         elif isinstance(event, events.ErrorEvent):
             self.err.write(f"error: {clean_text(event.message)}\n")
         elif isinstance(event, events.TurnComplete) and event.final_text:

@@ -123,6 +123,20 @@ class WaitEnded(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Retrying(Event):
+    """A model request failed in a way worth retrying; attempt `attempt` starts in `delay` s.
+
+    Never sent once part of the response was streamed: that request fails instead.
+    """
+
+    type: ClassVar[str] = "retrying"
+    attempt: int
+    max_attempts: int
+    delay: float
+    reason: str  # "HTTP 429, Retry-After", "HTTP 503", "connection failed", ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class UsageEvent(Event):
     type: ClassVar[str] = "usage"
     input: int

@@ -20,6 +20,7 @@ from codewhale.engine.dispatch import ToolDispatcher
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
 from codewhale.providers.pricing import cost_usd
+from codewhale.providers.retry import Retrying
 from codewhale.providers.types import (
     Completion,
     ReasoningDelta,
@@ -32,7 +33,6 @@ from codewhale.tools.registry import ToolRegistry
 
 DEFAULT_MAX_STEPS = 100
 MAX_TRUNCATIONS = 3
-MAX_STREAM_RETRIES = 2
 CONTINUE_AFTER_LENGTH = (
     "Your previous reply was cut off by the output length limit. Continue exactly where it "
     "stopped, without repeating what you already wrote."
@@ -215,7 +215,7 @@ class Engine:
             state.steps += 1
             self._checkpoint()
             try:
-                completion = await self._request_with_retries(state)
+                completion = await self._request(state)
             except TimeoutError:
                 assert self.request_timeout_secs is not None
                 return TurnResult(
@@ -299,37 +299,46 @@ class Engine:
     def clear_steers(self) -> None:
         self.inbox.drop_steers()
 
-    async def _request_with_retries(self, state: _TurnState) -> Completion:
-        """Retry transient failures that happened mid-stream (the client retries the rest)."""
-        for attempt in range(MAX_STREAM_RETRIES + 1):
-            try:
-                return await self._request(state)
-            except ProviderError as error:
-                if not error.retryable or attempt == MAX_STREAM_RETRIES:
-                    raise
-                await asyncio.sleep(0.5 * 2**attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
-
     async def _request(self, state: _TurnState) -> Completion:
+        """One model request; the client retries it, and says so before each retry."""
         state.partial_text = ""
         self.conversation.last_request_size = len(self.messages)
         self.conversation.tools = self._schemas
         idle = self.request_timeout_secs
         loop = asyncio.get_running_loop()
+        streamed = False
         stream = self.client.stream(self.messages, tools=self._schemas, model=self.model)
-        # An idle deadline: pushed back by every piece of the stream that arrives.
-        async with asyncio.timeout_at(None if idle is None else loop.time() + idle) as deadline:
-            async with aclosing(stream):
-                async for event in stream:
-                    if idle is not None:
-                        deadline.reschedule(loop.time() + idle)
-                    if isinstance(event, TextDelta):
-                        state.partial_text += event.text
-                        self._emit(events.AssistantDelta(text=event.text))
-                    elif isinstance(event, ReasoningDelta):
-                        self._emit(events.ReasoningDelta(text=event.text))
-                    elif isinstance(event, StreamFinished):
-                        return self._finished(event.completion, state)
+        try:
+            # An idle deadline: pushed back by every piece of the stream that arrives.
+            async with asyncio.timeout_at(None if idle is None else loop.time() + idle) as deadline:
+                async with aclosing(stream):
+                    async for event in stream:
+                        if isinstance(event, Retrying):
+                            self._emit(_retrying_event(event))
+                            if idle is not None:  # the wait before a retry is not idleness
+                                deadline.reschedule(loop.time() + event.delay + idle)
+                            continue
+                        if idle is not None:
+                            deadline.reschedule(loop.time() + idle)
+                        if isinstance(event, TextDelta):
+                            streamed = True
+                            state.partial_text += event.text
+                            self._emit(events.AssistantDelta(text=event.text))
+                        elif isinstance(event, ReasoningDelta):
+                            streamed = True
+                            self._emit(events.ReasoningDelta(text=event.text))
+                        elif isinstance(event, StreamFinished):
+                            return self._finished(event.completion, state)
+        except (ProviderError, TimeoutError):
+            # The client never retries once deltas were delivered (they would repeat), so
+            # the shown part is closed as cut short and the turn fails with the reason.
+            if streamed:
+                self._emit(
+                    events.AssistantMessage(
+                        content=state.partial_text, finish_reason="error", interrupted=True
+                    )
+                )
+            raise
         raise ProviderError("the stream ended without a completion")  # pragma: no cover
 
     def _finished(self, completion: Completion, state: _TurnState) -> Completion:
@@ -393,6 +402,15 @@ def _assistant_message(completion: Completion) -> dict[str, Any]:
             for call in completion.tool_calls
         ]
     return message
+
+
+def _retrying_event(notice: Retrying) -> events.Retrying:
+    return events.Retrying(
+        attempt=notice.attempt,
+        max_attempts=notice.max_attempts,
+        delay=notice.delay,
+        reason=notice.reason,
+    )
 
 
 def _usage_dict(usage: Usage) -> dict[str, int]:

@@ -1,8 +1,9 @@
 """Async client for OpenAI-compatible `/chat/completions`, streamed over SSE.
 
-It retries what is worth retrying (429, 5xx, connection failures, a stream cut
-before anything reached the caller) inside one deadline, and turns every other
-failure into a ProviderError whose message says what to do about it.
+It is the only layer that retries: what is worth retrying (429, 5xx, connection
+failures, a stream cut before anything reached the caller) is tried again inside
+one deadline, announced to the caller by a Retrying notice, and every other
+failure becomes a ProviderError whose message says what to do about it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from httpx_sse import EventSource
@@ -30,7 +31,7 @@ from codewhale.providers.errors import (
     StreamInterruptedError,
 )
 from codewhale.providers.presets import preset_for
-from codewhale.providers.retry import RetryBudget
+from codewhale.providers.retry import RetryBudget, Retrying
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.status import error_for_status
 from codewhale.providers.stream import StreamAssembler, completion_from_message
@@ -47,6 +48,7 @@ logger = logging.getLogger("codewhale.providers")
 DRAIN_TIMEOUT_SECS = 1.0
 
 Message = Mapping[str, Any]
+Event = TypeVar("Event")
 
 
 class Launcher(Protocol):
@@ -250,14 +252,24 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
         **params: Any,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Stream one response: deltas as they arrive, then exactly one StreamFinished."""
+    ) -> AsyncGenerator[StreamEvent | Retrying, None]:
+        """Stream one response: deltas as they arrive, then exactly one StreamFinished.
+
+        A Retrying notice comes before each retry; no delta precedes one (see _with_retries).
+        """
         tools = tools if self.settings.offer_tools else None
         earlier_usage = None
         if tools and not self._stream_tools:
             # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
             params.setdefault("tool_choice", "auto")
-            completion = await self.request(messages, tools=tools, model=model, **params)
+            completion = None
+            async with aclosing(self._whole(messages, tools, model, params)) as whole:
+                async for item in whole:
+                    if isinstance(item, StreamFinished):
+                        completion = item.completion
+                    else:
+                        yield item
+            assert completion is not None
             if completion.tool_calls or completion.content:
                 if completion.content:
                     yield TextDelta(completion.content)
@@ -268,24 +280,11 @@ class ChatClient:
             earlier_usage, tools = completion.usage, None
             params.pop("tool_choice")
         payload = self.encode_request(messages, tools=tools, model=model, **params)
-        budget = self._budget()
-        while True:
-            delivered = False
-            try:
-                # Closed here, not by the garbage collector's finalizer hook: that one costs
-                # a thread-safe wake-up and a task for every request.
-                async with aclosing(self._stream_once(payload)) as events:
-                    async for event in events:
-                        delivered = True
-                        if isinstance(event, StreamFinished) and earlier_usage is not None:
-                            event = StreamFinished(_with_usage(event.completion, earlier_usage))
-                        yield event
-                return
-            except ProviderError as error:
-                # Once the caller has seen deltas, a silent retry would duplicate them.
-                if delivered or not error.retryable:
-                    raise
-                await self._wait_before_retry(error, budget)
+        async with aclosing(self._with_retries(lambda: self._stream_once(payload))) as events:
+            async for event in events:
+                if isinstance(event, StreamFinished) and earlier_usage is not None:
+                    event = StreamFinished(_with_usage(event.completion, earlier_usage))
+                yield event
 
     async def complete(
         self,
@@ -296,12 +295,7 @@ class ChatClient:
         **params: Any,
     ) -> Completion:
         """Stream a response and return only the finished Completion."""
-        stream = self.stream(messages, tools=tools, model=model, **params)
-        async with aclosing(stream):
-            async for event in stream:
-                if isinstance(event, StreamFinished):
-                    return event.completion
-        raise ProtocolError("the stream ended without a completion")  # pragma: no cover
+        return await _completion_of(self.stream(messages, tools=tools, model=model, **params))
 
     async def request(
         self,
@@ -312,34 +306,72 @@ class ChatClient:
         **params: Any,
     ) -> Completion:
         """One non-streamed request (for servers whose streaming breaks with tools)."""
+        return await _completion_of(self._whole(messages, tools, model, params))
+
+    def _whole(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None,
+        model: str | None,
+        params: dict[str, Any],
+    ) -> AsyncGenerator[StreamFinished | Retrying, None]:
+        """A non-streamed request, with the same retries and notices as a stream."""
         tools = tools if self.settings.offer_tools else None
         payload = self.encode_request(messages, tools=tools, model=model, stream=False, **params)
-        budget = self._budget()
-        while True:
-            try:
-                return await self._request_once(payload)
-            except ProviderError as error:
-                if not error.retryable:
-                    raise
-                await self._wait_before_retry(error, budget)
 
-    def _budget(self) -> RetryBudget:
-        return RetryBudget(
+        async def attempt() -> AsyncGenerator[StreamFinished, None]:
+            yield StreamFinished(await self._request_once(payload))
+
+        return self._with_retries(attempt)
+
+    async def _with_retries(
+        self, attempt: Callable[[], AsyncGenerator[Event, None]]
+    ) -> AsyncGenerator[Event | Retrying, None]:
+        """Run `attempt` until it succeeds or the budget is spent; the only retry loop.
+
+        An attempt that has delivered anything is not retried: the caller has already shown
+        those deltas, and a new response would show its own after them (the same text
+        twice, or two different answers run together). The error says so instead.
+        """
+        budget = RetryBudget(
             max_retries=self.settings.max_retries,
             deadline_secs=self.settings.retry_deadline_secs,
             base_delay_secs=self._retry_base_delay,
         )
+        while True:
+            delivered = False
+            try:
+                # Closed here, not by the garbage collector's finalizer hook: that one costs
+                # a thread-safe wake-up and a task for every request.
+                async with aclosing(attempt()) as events:
+                    async for event in events:
+                        delivered = True
+                        yield event
+                return
+            except ProviderError as error:
+                if not error.retryable:
+                    raise
+                if delivered:
+                    error.annotate("not retried: part of the response was already delivered")
+                    raise
+                notice = self._next_attempt(error, budget)
+            yield notice
+            await asyncio.sleep(notice.delay)
 
-    async def _wait_before_retry(self, error: ProviderError, budget: RetryBudget) -> None:
-        delay = budget.next_delay(getattr(error, "retry_after", None))
+    def _next_attempt(self, error: ProviderError, budget: RetryBudget) -> Retrying:
+        """The notice for the next attempt, or `error` raised with why there is none."""
+        retry_after = getattr(error, "retry_after", None)
+        delay = budget.next_delay(retry_after)
         if delay is None:
-            attempts = budget.retries_done + 1
-            noun = "attempt" if attempts == 1 else "attempts"
-            error.message = f"{error.message} (gave up after {attempts} {noun})"
-            error.args = (error.message,)
+            error.annotate(budget.give_up_note(retry_after))
             raise error
         logger.info("retrying %s in %.2fs: %s", self.settings.label, delay, error.message)
-        await asyncio.sleep(delay)
+        return Retrying(
+            attempt=budget.attempts,
+            max_attempts=budget.max_attempts,
+            delay=delay,
+            reason=error.reason,
+        )
 
     def _headers(self, *, streaming: bool) -> dict[str, str]:
         settings = self.settings
@@ -471,6 +503,15 @@ class ChatClient:
             f"Could not reach {self.settings.label} at {self._base_url}: {reason}. "
             "Check the network and base_url."
         )
+
+
+async def _completion_of(events: AsyncGenerator[Any, None]) -> Completion:
+    """The Completion a stream finishes with; everything before it is dropped."""
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, StreamFinished):
+                return event.completion
+    raise ProtocolError("the stream ended without a completion")  # pragma: no cover
 
 
 def _is_json(response: httpx.Response) -> bool:

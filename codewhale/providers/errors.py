@@ -1,6 +1,7 @@
 """Provider failures, each with a message a person can act on.
 
-`retryable` tells the client (and later the engine) whether trying again may help.
+`retryable` tells the client, the one layer that retries, whether trying again may help;
+`reason` is what the retry notice calls the failure.
 """
 
 from __future__ import annotations
@@ -10,11 +11,17 @@ class ProviderError(Exception):
     """Base class: the request did not produce a usable response."""
 
     retryable = False
+    reason = "request failed"
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+
+    def annotate(self, note: str) -> None:
+        """Append `(note)` to the message, e.g. how many attempts were made."""
+        self.message = f"{self.message} ({note})"
+        self.args = (self.message,)
 
 
 class MissingApiKeyError(ProviderError):
@@ -59,6 +66,7 @@ class RetryableStatusError(ProviderError):
     ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
+        self.reason = f"HTTP {status}" + ("" if retry_after is None else ", Retry-After")
 
 
 class RateLimitError(RetryableStatusError):
@@ -73,18 +81,21 @@ class ProviderConnectionError(ProviderError):
     """The endpoint could not be reached or dropped the connection before answering."""
 
     retryable = True
+    reason = "connection failed"
 
 
 class StreamInterruptedError(ProviderError):
     """The stream ended early: connection cut, no [DONE] and no finish_reason."""
 
     retryable = True
+    reason = "stream cut"
 
 
 class IdleTimeoutError(ProviderError):
     """No data arrived within the idle timeout (keep-alive comments do not count)."""
 
     retryable = True
+    reason = "idle timeout"
 
 
 class EmptyResponseError(ProviderError):

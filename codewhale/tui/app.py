@@ -28,6 +28,8 @@ from codewhale.tui.transcript import Transcript
 
 NARROW_COLUMNS = 100
 NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
+# Shorter retries pass unremarked; a longer wait is said, so a stalled-looking turn is explained.
+LONG_RETRY_SECS = 5.0
 
 
 @dataclass
@@ -304,6 +306,11 @@ class CodeWhaleApp(App[None]):
         if isinstance(event, events.AgentEvent):
             await self._agent_event(event.envelope())
             return
+        if isinstance(event, events.Retrying) and event.delay >= LONG_RETRY_SECS:
+            self.notify(
+                f"Retrying in {event.delay:.0f} s: {event.reason}",
+                timeout=min(event.delay, 10),
+            )
         await self.transcript.apply(event)
         if isinstance(event, events.ToolCallFinished) and event.name in (
             "checklist_write",

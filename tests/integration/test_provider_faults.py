@@ -9,8 +9,9 @@ import pytest
 
 from codewhale.providers import errors
 from codewhale.providers.client import ChatClient
-from codewhale.providers.types import TextDelta
-from tests.support.llm_server import Fault, Reply
+from codewhale.providers.retry import Retrying
+from codewhale.providers.types import StreamFinished, TextDelta
+from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY, loopback_settings
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -29,6 +30,32 @@ async def test_retryable_status_is_retried_until_it_succeeds(llm, status):
         completion = await client.complete(HELLO)
     assert completion.content == "recovered"
     assert len(llm.requests) == 3
+
+
+async def test_each_retry_is_announced_in_the_stream_before_it_is_sent(llm):
+    llm.enqueue(Reply(fault=Fault.status(429, retry_after=0)), Reply(fault=Fault.status(503)))
+    llm.enqueue(Reply(text="third time"))
+    async with make_client(llm, max_retries=2) as client:
+        seen = [event async for event in client.stream(HELLO)]
+    notices = [(e.attempt, e.max_attempts, e.reason) for e in seen if isinstance(e, Retrying)]
+    assert notices == [(2, 3, "HTTP 429, Retry-After"), (3, 3, "HTTP 503")]
+    assert [type(e) for e in seen] == [Retrying, Retrying, TextDelta, StreamFinished]
+    assert len(llm.requests) == 3
+
+
+async def test_unstreamed_tool_requests_retry_in_the_same_layer(llm):
+    llm.enqueue(Reply(fault=Fault.status(502)), Reply(fault=Fault.status(502)))
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("read_file", {"path": "a"})]))
+    local = {"provider": "local", "api_key": None}
+    tool = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
+    async with make_client(llm, max_retries=2, **local) as client:
+        seen = [event async for event in client.stream(HELLO, tools=[tool])]
+        assert [type(e) for e in seen] == [Retrying, Retrying, StreamFinished]
+        llm.respond = lambda request: Reply(fault=Fault.status(502))
+        with pytest.raises(errors.ServerError) as caught:
+            await client.request(HELLO, tools=[tool])
+    assert len(llm.requests) == 3 + 3
+    assert "gave up after 3 attempts" in str(caught.value)
 
 
 async def test_a_stream_cut_before_any_delta_is_retried(llm):
@@ -105,11 +132,12 @@ async def test_a_stream_cut_after_deltas_is_an_error_not_a_retry(llm):
     llm.enqueue(Reply(text="must not be used"))
     seen = []
     async with make_client(llm) as client:
-        with pytest.raises(errors.StreamInterruptedError):
+        with pytest.raises(errors.StreamInterruptedError) as caught:
             async for event in client.stream(HELLO):
                 seen.append(event)
-    assert [e.text for e in seen if isinstance(e, TextDelta)]
+    assert [e.text for e in seen if isinstance(e, TextDelta)] == ["one ", "two "]
     assert len(llm.requests) == 1
+    assert "not retried: part of the response was already delivered" in str(caught.value)
 
 
 async def test_a_stream_without_done_or_finish_reason_is_an_error(llm):
