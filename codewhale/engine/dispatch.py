@@ -1,8 +1,9 @@
 """Run one response's tool calls: validate, check permissions, ask, execute, report.
 
 Read-only calls run concurrently; anything that writes or runs code runs one at
-a time in the order the model gave, so edits never race each other. Every
-failure becomes a tool result the model can read and correct.
+a time in the order the model gave, so edits never race each other. Each call
+runs under its tool's time limit. Every failure, a timeout included, becomes a
+tool result the model can read and correct.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from codewhale.engine import events
 from codewhale.permissions import ApprovalClass, Verdict, approval_scope, decide
 from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
-from codewhale.tools.base import ToolContext, ToolError, ToolResult, check_arguments
+from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult, check_arguments
 from codewhale.tools.registry import ToolRegistry
 
 LARGE_OUTPUT_CHARS = 20_000
@@ -143,7 +144,18 @@ class ToolDispatcher:
             scope = approval_scope(tool.name, arguments)
             if scope not in self.context.always_allowed:
                 await self._ask(tool.name, tool.summary(arguments), call.arguments, scope)
-        return await tool.run(arguments, self.context)
+        return await self._run_limited(tool, arguments)
+
+    async def _run_limited(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
+        """`tool.run` under its time limit (started after any approval: a user may think)."""
+        limit = asyncio.timeout(tool.timeout_secs)
+        try:
+            async with limit:
+                return await tool.run(arguments, self.context)
+        except TimeoutError:
+            if not limit.expired():
+                raise  # the tool's own TimeoutError: reported like any other failure
+            raise ToolError(f"{tool.name} timed out after {tool.timeout_secs:g} s") from None
 
     async def _ask(self, tool_name: str, summary: str, arguments: str, scope: str) -> None:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()

@@ -97,6 +97,9 @@ class RlmEval(_RlmTool):
         "properties": {"name": {"type": "string"}, "code": {"type": "string"}},
         "required": ["name", "code"],
     }
+    # The kernel enforces eval_timeout_secs (at most 3600) and restarts itself after it;
+    # the dispatcher's limit is only a backstop above that.
+    timeout_secs = 3600 + 60
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:

@@ -80,6 +80,8 @@ class AgentOpen(_AgentTool):
 
 class AgentEval(_AgentTool):
     name = "agent_eval"
+    # `block` waits up to an hour (timeout_ms is capped there); the dispatcher's limit sits above.
+    timeout_secs = 3600 + 60
     description = (
         "Inspect a sub-agent (by agent_id or name), optionally send it a message (delivered "
         "at its next step; interrupt: true drops its pending inputs first), resume an "

@@ -14,6 +14,9 @@ from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, confine
 from codewhale.tools.journal import ChangeJournal
 from codewhale.work_state import WorkState
 
+# How long the dispatcher lets one call run (its approval prompt not included).
+DEFAULT_TIMEOUT_SECS = 120.0
+
 
 class ToolError(Exception):
     """A failure the model can act on; its message becomes the tool result."""
@@ -75,6 +78,9 @@ class Tool(ABC):
     # The tool caps its own output (handle_read): the dispatcher must not offload it into
     # another handle, or a projection could never return more than the offload threshold.
     bounded_output: ClassVar[bool] = False
+    # The dispatcher ends a call still running after this long; a tool with a longer limit
+    # of its own (exec_shell) sets this above it, so its own handling always comes first.
+    timeout_secs: ClassVar[float] = DEFAULT_TIMEOUT_SECS
 
     def schema(self) -> dict[str, Any]:
         return {

@@ -144,7 +144,8 @@ class EditFile(Tool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])
-        content = read_text(path)
+        name = relative_to_workspace(context.workspace, path)
+        content = read_text(path, name, "edited")
         updated, tier = apply_edit(
             content,
             arguments["old_string"],
@@ -152,6 +153,5 @@ class EditFile(Tool):
             bool(arguments.get("replace_all")),
         )
         diff = write_with_journal(context, path, updated)
-        name = relative_to_workspace(context.workspace, path)
         note = "" if tier == "exact" else f" (matched after normalising {tier})"
         return ToolResult(f"Edited {name}{note}.\n{diff}", display=diff)

@@ -1,8 +1,18 @@
-"""read_file, list_dir and write_file."""
+"""read_file, list_dir and write_file, and the rule every file tool reads and writes by.
+
+Only regular files with a single hard link are read, searched or written: opening a FIFO
+blocks, opening a device can have side effects, and a second hard link makes a workspace
+path an alias of a file that may lie outside the workspace.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import os
+import stat
+from collections.abc import Iterator
+from io import BufferedReader
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +22,70 @@ from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 MAX_READ_BYTES = 256 * 1024
 MAX_READ_LINES = 2000
 MAX_LIST_ENTRIES = 500
+# Larger files must be read in ranges, and are not scanned to the end to count their lines.
+LARGE_FILE_BYTES = 50 * MAX_READ_BYTES
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+class HardLinkedFile(ToolError):
+    """A regular file with more than one hard link (searches skip these, and say so)."""
+
+
+def check_regular(info: os.stat_result, label: str, verb: str, *, single_link: bool = True) -> None:
+    """Raise unless `info` is a regular file (with a single link, when `single_link`)."""
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for is_kind, name in _KINDS if is_kind(info.st_mode)), "a special file")
+        raise ToolError(f"{label} is {kind}, not a regular file; only regular files can be {verb}")
+    if single_link and info.st_nlink > 1:
+        raise HardLinkedFile(
+            f"{label} has {info.st_nlink} hard links, and a hard link can point outside the "
+            f"workspace; only files with a single link can be {verb}"
+        )
+
+
+def lstat(path: Path, label: str) -> os.stat_result:
+    """`path`'s own status (a symlink is not followed), or a ToolError saying why not."""
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        raise ToolError(f"{label}: no such file") from None
+    except OSError as error:
+        raise ToolError(f"{label}: {error.strerror}") from None
+
+
+def open_regular(
+    path: Path, label: str, verb: str = "read", *, single_link: bool = True
+) -> BufferedReader:
+    """Open a file `check_regular` accepts for reading, never blocking on a FIFO.
+
+    lstat comes first so a device is never opened; the open itself is non-blocking and
+    refuses a symlink, and fstat re-checks what was opened, so a FIFO or link swapped in
+    between the two is refused too.
+    """
+    before = lstat(path, label)
+    check_regular(before, label, verb, single_link=single_link)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise ToolError(f"{label} cannot be {verb}: {error.strerror}") from None
+    stream = os.fdopen(descriptor, "rb")
+    try:
+        after = os.fstat(descriptor)
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+            raise ToolError(f"{label} was replaced while being opened; try again")
+        check_regular(after, label, verb, single_link=single_link)
+    except ToolError:
+        stream.close()
+        raise
+    return stream
 
 
 def is_binary(sample: bytes) -> bool:
@@ -19,16 +93,39 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample[:8192]
 
 
-def read_text(path: Path) -> str:
-    """A workspace text file, or a ToolError explaining why it cannot be read as text."""
-    if not path.exists():
-        raise ToolError(f"{path.name}: no such file")
-    if path.is_dir():
-        raise ToolError(f"{path.name} is a directory; use list_dir")
-    data = path.read_bytes()
+def read_text(path: Path, label: str | None = None, verb: str = "read") -> str:
+    """A whole text file, or a ToolError naming it `label` (default: its name) saying why not."""
+    label = label or path.name
+    with open_regular(path, label, verb) as stream:
+        data = stream.read()
     if is_binary(data):
-        raise ToolError(f"{path.name} is a binary file ({len(data)} bytes); not shown")
+        raise ToolError(f"{label} is a binary file ({len(data)} bytes); not shown")
     return data.decode("utf-8", errors="replace")
+
+
+def check_writable(path: Path, label: str) -> None:
+    """Refuse before any change to write over anything but a regular, singly linked file."""
+    if os.path.lexists(path):
+        check_regular(lstat(path, label), label, "written")
+
+
+def write_regular(path: Path, text: str, label: str) -> None:
+    """Write `text` to `path` in place, never into a FIFO, a device or a shared inode.
+
+    The file is opened without O_TRUNC and checked with fstat first, so one swapped in
+    after check_writable is refused before a byte of it changes.
+    """
+    check_writable(path, label)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o666)
+    except OSError as error:
+        raise ToolError(f"{label} cannot be written: {error.strerror}") from None
+    with os.fdopen(descriptor, "wb") as stream:
+        check_regular(os.fstat(descriptor), label, "written")
+        stream.truncate()
+        stream.write(text.encode("utf-8"))
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
@@ -43,11 +140,77 @@ def unified_diff(before: str, after: str, name: str) -> str:
 
 def write_with_journal(context: ToolContext, path: Path, text: str) -> str:
     """Write `text`, recording the pre-image for revert_turn; returns the diff."""
-    before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    label = relative_to_workspace(context.workspace, path)
+    before = ""
+    if os.path.lexists(path):
+        with open_regular(path, label, "written") as stream:
+            before = stream.read().decode("utf-8", errors="replace")
     context.journal.before_write(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return unified_diff(before, text, relative_to_workspace(context.workspace, path))
+    write_regular(path, text, label)
+    return unified_diff(before, text, label)
+
+
+def _lines(stream: BufferedReader) -> Iterator[bytes]:
+    """Each line with its ending, at most MAX_READ_BYTES of it: one huge line stays bounded."""
+    while line := stream.readline(MAX_READ_BYTES):
+        rest = line
+        while rest and not rest.endswith(b"\n"):
+            rest = stream.readline(MAX_READ_BYTES)  # the rest of an over-long line: skipped
+        yield line
+
+
+def _decode(line: bytes) -> str:
+    """A line as text without its ending (\\n or \\r\\n)."""
+    if line.endswith(b"\n"):
+        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+    return line.decode("utf-8", errors="replace")
+
+
+def read_range(path: Path, label: str, start: int, end: int | None, whole: bool) -> str:
+    """Lines `start`..`end` with numbers, streamed: nothing past the range is kept.
+
+    `whole` says no start line was given, which a large file does not allow.
+    """
+    with open_regular(path, label) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        if whole and size > LARGE_FILE_BYTES:
+            raise ToolError(
+                f"{label} is {size} bytes; read it in ranges with start_line/end_line, "
+                "or search it with grep_files"
+            )
+        if is_binary(stream.read(8192)):
+            raise ToolError(f"{label} is a binary file ({size} bytes); not shown")
+        stream.seek(0)
+        lines = _lines(stream)
+        passed = sum(1 for _ in zip(range(start - 1), lines, strict=False))
+        last = start + MAX_READ_LINES - 1 if end is None else min(end, start + MAX_READ_LINES - 1)
+        shown: list[tuple[int, str]] = []
+        used = 0
+        full = False
+        for number, line in zip(range(start, last + 1), lines, strict=False):
+            text = _decode(line)
+            used += len(str(number)) + len(text) + 2
+            if used > MAX_READ_BYTES:
+                if shown:
+                    full = True
+                    break
+                # A first line larger than a whole reply is shown cut rather than not at all.
+                text = text[: MAX_READ_BYTES // 2] + " [… line cut]"
+            shown.append((number, text))
+        more = full or next(lines, None) is not None
+        # One line past the range has been read; the rest is only counted when that is cheap.
+        total = len(shown) + start + sum(1 for _ in lines) if size <= LARGE_FILE_BYTES else None
+    if not shown:
+        if passed == 0:
+            return "(empty file)"
+        raise ToolError(f"start_line {start} is past the end ({passed} lines)")
+    width = len(str(shown[-1][0]))
+    body = "\n".join(f"{number:>{width}}\t{text}" for number, text in shown)
+    if not more:
+        return body
+    after = shown[-1][0]
+    of = f"of {total}" if total is not None else f"of a {size}-byte file"
+    return f"{body}\n[lines {start}-{after} {of}; continue with start_line={after + 1}]"
 
 
 class ReadFile(Tool):
@@ -68,34 +231,17 @@ class ReadFile(Tool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])
-        if (
-            path.is_file()
-            and path.stat().st_size > 50 * MAX_READ_BYTES
-            and ("start_line" not in arguments)
-        ):
-            raise ToolError(
-                f"{arguments['path']} is {path.stat().st_size} bytes; read it in ranges "
-                "with start_line/end_line, or search it with grep_files"
-            )
-        lines = read_text(path).splitlines()
+        label = relative_to_workspace(context.workspace, path)
         start = max(int(arguments.get("start_line") or 1), 1)
-        end = int(arguments.get("end_line") or len(lines))
-        end = min(end, len(lines), start + MAX_READ_LINES - 1)
-        if lines and start > len(lines):
-            raise ToolError(f"start_line {start} is past the end ({len(lines)} lines)")
-        width = len(str(end))
-        body, size = [], 0
-        for number in range(start, end + 1):
-            line = f"{number:>{width}}\t{lines[number - 1]}"
-            size += len(line) + 1
-            if size > MAX_READ_BYTES:
-                end = number - 1
-                break
-            body.append(line)
-        footer = ""
-        if end < len(lines):
-            footer = f"\n[lines {start}-{end} of {len(lines)}; continue with start_line={end + 1}]"
-        return ToolResult("\n".join(body) + footer if body else "(empty file)")
+        end = arguments.get("end_line") or None
+        if end is not None and end < start:
+            raise ToolError(f"end_line {end} is before start_line {start}")
+        # In a thread: a range deep into a big file takes a while, and the dispatcher's
+        # time limit can only end a call that gives the event loop back.
+        text = await asyncio.to_thread(
+            read_range, path, label, start, end, "start_line" not in arguments
+        )
+        return ToolResult(text)
 
 
 class ListDir(Tool):
@@ -142,9 +288,7 @@ class WriteFile(Tool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])
-        if path.is_dir():
-            raise ToolError(f"{arguments['path']} is a directory")
-        existed = path.exists()
+        existed = os.path.lexists(path)
         diff = write_with_journal(context, path, arguments["content"])
         name = relative_to_workspace(context.workspace, path)
         verb = "Updated" if existed else "Created"

@@ -10,7 +10,7 @@ from typing import Any
 
 from codewhale.permissions import ApprovalClass
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codewhale.tools.files import read_text
+from codewhale.tools.files import check_writable, read_text, write_regular
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -139,10 +139,13 @@ class ApplyPatch(Tool):
                     raise ToolError(f"{target}: patch creates it, but it already exists")
                 original = [""]  # an empty file; the join below ends it with a newline
             else:
-                original = read_text(context.path(patch.old_path)).split("\n")
+                source = context.path(patch.old_path)
+                original = read_text(source, patch.old_path, "patched").split("\n")
             if patch.new_path is None:
                 planned.append((path, None, target))
                 continue
+            # Refused now, while nothing is written yet (write_regular checks again).
+            check_writable(path, target)
             updated = _apply_hunks(original, patch, target)
             planned.append((path, "\n".join(updated), target))
         # Every hunk matched: only now touch the disk.
@@ -153,7 +156,6 @@ class ApplyPatch(Tool):
                 path.unlink()
                 summary.append(f"deleted {label}")
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(content, encoding="utf-8")
+                write_regular(path, content, label)
                 summary.append(f"patched {label}")
         return ToolResult("Applied patch: " + ", ".join(summary) + ".", display=arguments["patch"])

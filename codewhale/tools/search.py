@@ -8,12 +8,19 @@ import json
 import re
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codewhale.permissions import relative_to_workspace
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codewhale.tools.files import is_binary
+from codewhale.tools.files import (
+    HardLinkedFile,
+    check_regular,
+    is_binary,
+    lstat,
+    open_regular,
+)
 from codewhale.tools.walk import iter_files
 
 MAX_LINE_CHARS = 300
@@ -112,13 +119,18 @@ class GrepFiles(Tool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         target = context.path(arguments.get("path") or ".")
+        if not target.is_dir():
+            # A file named outright must be one that may be read (ripgrep would block on
+            # a FIFO); inside a directory the walks skip such files themselves.
+            label = relative_to_workspace(context.workspace, target)
+            check_regular(lstat(target, label), label, "searched")
         options = _GrepOptions.from_arguments(arguments)
         binary = ripgrep_binary()
         if binary is not None:
-            matches = await _ripgrep(binary, target, context.workspace, options)
+            found = await _ripgrep(binary, target, context.workspace, options)
         else:
-            matches = await asyncio.to_thread(_python_grep, target, context.workspace, options)
-        return ToolResult(_format(matches, options))
+            found = await asyncio.to_thread(_python_grep, target, context.workspace, options)
+        return ToolResult(_format(found, options))
 
 
 class _GrepOptions:
@@ -168,7 +180,24 @@ class _GrepOptions:
 Line = tuple[str, int, str, bool]
 
 
-async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> list[Line]:
+@dataclass
+class _Found:
+    """What a search found, and the files it left out."""
+
+    lines: list[Line] = field(default_factory=list)
+    # Files left out because they have several hard links (one may be outside the workspace).
+    hard_linked: set[str] = field(default_factory=set)
+
+
+def _hard_linked(path: Path) -> bool:
+    """Whether `path` may share its content with a file outside the workspace."""
+    try:
+        return path.lstat().st_nlink > 1
+    except OSError:
+        return True  # gone or unreadable now: nothing proves it single-linked
+
+
+async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> _Found:
     # --no-require-git: honour .gitignore even when the workspace is not a git repo.
     command = [binary, "--json", "--no-config", "--no-require-git", "-C", str(options.context)]
     command += ["-i"] if options.ignore_case else []
@@ -184,7 +213,9 @@ async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions)
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    lines: list[Line] = []
+    found = _Found()
+    # ripgrep has no option to skip hard-linked files, so their lines are dropped here.
+    linked: dict[str, bool] = {}
     matches = 0
     assert process.stdout is not None
     try:
@@ -194,9 +225,15 @@ async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions)
                 continue
             data = event["data"]
             text = data["lines"].get("text", "")
-            path = relative_to_workspace(root, Path(data["path"].get("text", "")).resolve())
+            absolute = Path(data["path"].get("text", "")).resolve()
+            path = relative_to_workspace(root, absolute)
+            if path not in linked:
+                linked[path] = _hard_linked(absolute)
+            if linked[path]:
+                found.hard_linked.add(path)
+                continue
             is_match = event["type"] == "match"
-            lines.append((path, data["line_number"], text.rstrip("\n"), is_match))
+            found.lines.append((path, data["line_number"], text.rstrip("\n"), is_match))
             matches += is_match
             if matches >= options.limit and is_match:
                 break
@@ -204,13 +241,14 @@ async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions)
         if process.returncode is None:
             process.kill()
         await process.wait()
-    return lines
+    return found
 
 
-def _python_grep(target: Path, root: Path, options: _GrepOptions) -> list[Line]:
+def _python_grep(target: Path, root: Path, options: _GrepOptions) -> _Found:
     flags = re.IGNORECASE if options.ignore_case else 0
     regex = re.compile(re.escape(options.pattern) if options.fixed else options.pattern, flags)
-    lines: list[Line] = []
+    found = _Found()
+    lines = found.lines
     matches = 0
     for path in iter_files(root, target):
         relative = relative_to_workspace(root, path)
@@ -222,9 +260,13 @@ def _python_grep(target: Path, root: Path, options: _GrepOptions) -> list[Line]:
         if any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(relative, g) for g in options.exclude):
             continue
         try:
-            data = path.read_bytes()
-        except OSError:
+            with open_regular(path, relative, "searched") as stream:
+                data = stream.read()
+        except HardLinkedFile:
+            found.hard_linked.add(relative)
             continue
+        except (ToolError, OSError):
+            continue  # no longer a regular file, or gone: a walk skips it silently
         if is_binary(data):
             continue
         text_lines = data.decode("utf-8", errors="replace").splitlines()
@@ -240,13 +282,21 @@ def _python_grep(target: Path, root: Path, options: _GrepOptions) -> list[Line]:
                     lines.append((relative, near + 1, text_lines[near], near == index))
             matches += 1
             if matches >= options.limit:
-                return lines
-    return lines
+                return found
+    return found
 
 
-def _format(lines: list[Line], options: _GrepOptions) -> str:
+def _format(found: _Found, options: _GrepOptions) -> str:
+    lines = found.lines
+    skipped = ""
+    if found.hard_linked:
+        names = ", ".join(sorted(found.hard_linked)[:5])
+        skipped = (
+            f"\n[left out {len(found.hard_linked)} file(s) with more than one hard link, "
+            f"since a hard link can point outside the workspace: {names}]"
+        )
     if not lines:
-        return f"No matches for {options.pattern!r}."
+        return f"No matches for {options.pattern!r}.{skipped}"
     out: list[str] = []
     previous: tuple[str, int] | None = None
     for path, number, text, is_match in lines:
@@ -259,4 +309,4 @@ def _format(lines: list[Line], options: _GrepOptions) -> str:
     files = len({line[0] for line in lines if line[3]})
     summary = f"[{match_count} matches in {files} files"
     summary += "; stopped at max_results]" if match_count >= options.limit else "]"
-    return "\n".join([*out, summary])
+    return "\n".join([*out, summary]) + skipped

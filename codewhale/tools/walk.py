@@ -8,20 +8,26 @@ from pathlib import Path
 
 import pathspec
 
+from codewhale.tools.base import ToolError
+from codewhale.tools.files import open_regular
+
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
 
 
 def _load_ignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
-    ignore_file = directory / ".gitignore"
+    # A .gitignore that is a FIFO would hang every walk, so it is opened as files.py opens
+    # any file: a symlinked one is not followed (nor is it by git since 2.32); hard links
+    # are allowed, since its content only steers the walk and is never shown.
     try:
-        lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        with open_regular(directory / ".gitignore", ".gitignore", single_link=False) as stream:
+            lines = stream.read().decode("utf-8", errors="replace").splitlines()
+    except (ToolError, OSError):
         return None
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def iter_files(root: Path, start: Path | None = None) -> Iterator[Path]:
-    """Every non-ignored file under `start` (default `root`), in sorted order."""
+    """Every non-ignored regular file under `start` (default `root`), in sorted order."""
     root = root.resolve()
     start = (start or root).resolve()
     # Ignore files of the directories above `start` (up to the root) apply too;
@@ -65,4 +71,6 @@ def _walk(directory: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> 
         if is_dir:
             yield from _walk(path, specs)
         elif entry.is_file(follow_symlinks=False):
+            # Regular files only: FIFOs, devices, sockets and symlinks are part of the
+            # tree, not something the model asked for, so they are skipped without a word.
             yield path
