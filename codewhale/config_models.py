@@ -8,7 +8,7 @@ context under "notes" as (dotted_keys, message) pairs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -153,6 +153,35 @@ class TuiConfig(Section):
     show_reasoning: bool = True
 
 
+class SandboxConfig(Section):
+    """The OS sandbox around shell commands (docs/SECURITY.md)."""
+
+    section: ClassVar[str] = "sandbox"
+    # "auto": use it wherever it can start, otherwise run commands unsandboxed (they still
+    # ask in Agent mode); true: refuse to run commands without it; false: never use it.
+    enabled: bool | Literal["auto"] = "auto"
+    # More paths to hide from commands; `~` is expanded, relative paths are in the workspace.
+    hide: list[str] = Field(default_factory=list)
+    # More environment variables commands may see (the allowlist is in codewhale/sandbox.py).
+    pass_env: list[str] = Field(default_factory=list)
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _switch(cls, value: Any) -> Any:
+        # One readable message instead of pydantic's one per union member.
+        if value is True or value is False or value == "auto":
+            return value
+        raise ValueError(f'expected true, false or "auto", got {value!r}')
+
+    @field_validator("pass_env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        bad = [name for name in names if not name.strip() or "=" in name]
+        if bad:
+            raise ValueError(f"not environment variable names: {bad!r}")
+        return [name.strip() for name in names]
+
+
 class Config(Section):
     """The whole effective configuration."""
 
@@ -172,6 +201,7 @@ class Config(Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     rlm: RlmConfig = Field(default_factory=RlmConfig)
     tui: TuiConfig = Field(default_factory=TuiConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @field_validator("provider")
     @classmethod
@@ -191,7 +221,9 @@ class Config(Section):
 
 # Keys a project overlay may not set: a cloned repository must not be able to
 # send your API key (or your code) to a server of its choosing.
-# Likewise it may not open the user's private network to fetch_url.
+# Likewise it may not open the user's private network to fetch_url, nor switch off or
+# loosen the sandbox its own commands run in (a project `hide` list would also replace
+# the user's, since lists are not merged).
 PROJECT_FORBIDDEN_KEYS = (
     "provider",
     "base_url",
@@ -199,6 +231,9 @@ PROJECT_FORBIDDEN_KEYS = (
     "headers",
     "allow_insecure_http",
     "network.allow_private",
+    "sandbox.enabled",
+    "sandbox.hide",
+    "sandbox.pass_env",
 )
 
 # Tables whose keys are free-form (no unknown-key warnings inside them).

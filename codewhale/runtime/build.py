@@ -105,7 +105,7 @@ def open_runtime(
     conversation = Conversation(messages)
     meter = UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
-    builtin_tools = default_tools()
+    builtin_tools = default_tools(loaded.config.sandbox)
     definitions = load_definitions(
         WorkspacePaths(workspace).agents_dir,
         user_agents_dir(dirs),
@@ -127,7 +127,7 @@ def open_runtime(
         handles=context.handles,
         root=root,
         session_id=info.id,
-        tools_factory=default_tools,
+        tools_factory=lambda: default_tools(loaded.config.sandbox),
         agent_tools_factory=agent_tools,
         emit=emit,
         memory_text=memory_text,

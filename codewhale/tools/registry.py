@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codewhale.tools.base import Tool, ToolError
+
+if TYPE_CHECKING:
+    from codewhale.config_models import SandboxConfig
 
 
 class ToolRegistry:
@@ -37,8 +40,11 @@ class ToolRegistry:
         return ToolRegistry(tool for name, tool in self._tools.items() if name in keep)
 
 
-def default_tools() -> list[Tool]:
-    """Every built-in tool of the parent agent, in the order the model sees them."""
+def default_tools(sandbox: SandboxConfig | None = None) -> list[Tool]:
+    """Every built-in tool of the parent agent, in the order the model sees them.
+
+    `sandbox` is the user's `[sandbox]` section, for the shell tool (defaults otherwise).
+    """
     from codewhale.tools.edit import EditFile
     from codewhale.tools.files import ListDir, ReadFile, WriteFile
     from codewhale.tools.patch import ApplyPatch
@@ -61,7 +67,7 @@ def default_tools() -> list[Tool]:
         WriteFile(),
         EditFile(),
         ApplyPatch(),
-        ExecShell(),
+        ExecShell(sandbox),
         FetchUrl(),
         UpdatePlan(),
         ChecklistWrite(),

@@ -1,4 +1,9 @@
-"""exec_shell: run a command in its own process group, bounded in time and output."""
+"""exec_shell: run a command in its own process group, bounded in time and output.
+
+Where bubblewrap works, every command runs in the sandbox (codewhale/sandbox.py)
+shaped by the conversation's authority and the session's mode; elsewhere it runs
+as it is, and the approval rules are then the only guard.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,18 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from codewhale.permissions import ApprovalClass
+from codewhale.config_models import SandboxConfig
+from codewhale.permissions import ApprovalClass, CommandClass, Mode
+from codewhale.sandbox import (
+    SandboxSpec,
+    child_environment,
+    hidden_paths,
+    sandbox_status,
+    sandboxed,
+)
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 DEFAULT_TIMEOUT_SECS = 120
@@ -18,17 +31,25 @@ MAX_TIMEOUT_SECS = 600
 HEAD_BYTES = 12_000
 TAIL_BYTES = 12_000
 KILL_GRACE_SECS = 2.0
-_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 
-def child_environment(parent: Mapping[str, str]) -> dict[str, str]:
-    """The parent's environment minus provider settings and anything that looks secret."""
-    return {
-        name: value
-        for name, value in parent.items()
-        if not name.startswith(("CODEWHALE_", "DEEPSEEK_"))
-        and not name.upper().endswith(_SECRET_SUFFIXES)
-    }
+def sandbox_spec(context: ToolContext, cwd: Path, hide: list[str]) -> SandboxSpec:
+    """What this conversation's commands may reach, from its authority and the current mode.
+
+    The workspace is writable only if the authority may write and the mode is not Plan.
+    The network is there only for a shell that may run anything: read-only and test
+    commands have no need of it, and without it a read-only agent cannot send out
+    what it has read.
+    """
+    live = context.mode is not Mode.PLAN
+    authority = context.authority
+    return SandboxSpec(
+        workspace=context.workspace.resolve(),
+        cwd=cwd,
+        writable=live and authority.writes,
+        network=live and authority.shell is CommandClass.OTHER,
+        hidden=hidden_paths(context.workspace, hide, os.environ),
+    )
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -48,7 +69,9 @@ class ExecShell(Tool):
         "Run a shell command (bash) in the workspace. stdout and stderr are merged. "
         f"Default timeout {DEFAULT_TIMEOUT_SECS}s, at most {MAX_TIMEOUT_SECS}s; the whole "
         "process group is killed on timeout. Long output keeps its head and tail; the full "
-        "text is stored in a handle readable with handle_read."
+        "text is stored in a handle readable with handle_read. Commands may run in a sandbox: "
+        "'Read-only file system' means you may not write there, /tmp is private and discarded, "
+        "and the network may be off."
     )
     parameters = {
         "type": "object",
@@ -61,6 +84,9 @@ class ExecShell(Tool):
     }
     approval = ApprovalClass.REQUIRED
 
+    def __init__(self, sandbox: SandboxConfig | None = None) -> None:
+        self._sandbox = sandbox if sandbox is not None else SandboxConfig()
+
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         command = arguments["command"]
         if not command.strip():
@@ -69,16 +95,15 @@ class ExecShell(Tool):
             max(int(arguments.get("timeout_secs") or DEFAULT_TIMEOUT_SECS), 1), MAX_TIMEOUT_SECS
         )
         cwd = context.path(arguments.get("cwd") or ".")
+        argv = self._argv(command, context, cwd)
         started = time.monotonic()
         process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=child_environment(os.environ),
+            env=child_environment(os.environ, self._sandbox.pass_env),
             start_new_session=True,  # its own process group, so we can kill all of it
         )
         chunks: list[bytes] = []
@@ -111,6 +136,19 @@ class ExecShell(Tool):
             else f"[exit code {code}; {duration:.1f}s]"
         )
         return ToolResult(f"{header}\n{shown}".rstrip(), ok=status == "exited" and code == 0)
+
+    def _argv(self, command: str, context: ToolContext, cwd: Path) -> list[str]:
+        """bash -c COMMAND, inside the sandbox when it can start."""
+        shell = ["bash", "-c", command]
+        status = sandbox_status(self._sandbox.enabled)
+        if status.available:
+            return sandboxed(shell, sandbox_spec(context, cwd, self._sandbox.hide))
+        if self._sandbox.enabled is True:
+            raise ToolError(
+                f"Commands must run sandboxed ([sandbox] enabled = true), but the sandbox "
+                f"cannot start: {status.reason}. The command was not run."
+            )
+        return shell
 
     async def _read_all(self, stream: asyncio.StreamReader, chunks: list[bytes]) -> None:
         while block := await stream.read(65536):

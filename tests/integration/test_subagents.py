@@ -515,7 +515,8 @@ async def test_a_child_with_depth_can_open_its_own_leaf_child(llm, make_session)
         Reply(text="waiting for my child"),
         Reply(text=REPORT),
     )
-    llm.route(for_task("leaf job"), Reply(text=REPORT))
+    # The leaf ends after its opener has answered and is waiting for it.
+    llm.route(for_task("leaf job"), Reply(text=REPORT, request_delay=0.3))
     opened = session.manager.open({"prompt": "manager job", "max_depth": 1})
     done = await wait_done(session, opened["agent_id"])
     await session.close()

@@ -318,7 +318,10 @@ def _children_app(llm, fixed_app):
 
     llm.route(
         by_task("map the api"),
-        Reply(text=REPORT, usage={"prompt_tokens": 1500, "completion_tokens": 40}),
+        # Late enough that the parent has answered and is waiting when it completes.
+        Reply(
+            text=REPORT, usage={"prompt_tokens": 1500, "completion_tokens": 40}, request_delay=0.3
+        ),
     )
     llm.route(by_task("run the tests"), Reply(fault=Fault.stall(seconds=30)))
     llm.enqueue(
@@ -367,6 +370,16 @@ def test_snapshot_work_sidebar_with_running_and_finished_children(snap_compare, 
                 for r in app.query(AgentRow)
             ),
         )
+        # The parent reads the first completion (after the settle window for siblings).
+        await wait_for(
+            pilot,
+            lambda: (
+                [m.get("content") for m in app.runtime.messages].count("Both children are on it.")
+                == 2
+            ),
+        )
+
+        await pilot.pause(0.1)
         await _freeze_rows(app, pilot)
 
     assert snap_compare(app, terminal_size=(130, 30), run_before=run_before)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codewhale.config_models import SandboxConfig
 from codewhale.handles import HandleError, HandleStore
 from codewhale.permissions import (
     ApprovalClass,
@@ -45,10 +46,13 @@ def _alive(pid: int) -> bool:
 
 
 async def test_timeout_kills_the_whole_process_group(context):
+    # Unsandboxed, so `$!` is a host pid (tests/integration/test_sandbox.py covers the
+    # sandboxed case, where the whole PID namespace goes).
     pid_file = context.workspace / "child.pid"
     command = f"sleep 300 & echo $! > {pid_file}; sleep 300"
     started = time.monotonic()
-    result = await ExecShell().run({"command": command, "timeout_secs": 1}, context)
+    shell = ExecShell(SandboxConfig(enabled=False))
+    result = await shell.run({"command": command, "timeout_secs": 1}, context)
     assert time.monotonic() - started < 5
     assert result.output.startswith("[timed out after 1s; process group killed]")
     assert not result.ok
