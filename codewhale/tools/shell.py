@@ -83,6 +83,9 @@ class ExecShell(Tool):
         "required": ["command"],
     }
     approval = ApprovalClass.REQUIRED
+    # The command's own timeout (at most MAX_TIMEOUT_SECS) kills its process group; the
+    # dispatcher's limit is only a backstop above that.
+    timeout_secs = MAX_TIMEOUT_SECS + 60
 
     def __init__(self, sandbox: SandboxConfig | None = None) -> None:
         self._sandbox = sandbox if sandbox is not None else SandboxConfig()

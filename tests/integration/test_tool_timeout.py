@@ -136,3 +136,12 @@ async def test_the_turn_continues_after_a_call_times_out(llm, tmp_path):
             "content": "Error: sleeper timed out after 0.3 s",
         }
     ]
+
+
+def test_tools_with_their_own_limits_get_a_dispatcher_limit_above_them():
+    from codewhale.rlm.tools import RlmEval
+    from codewhale.subagents.tools import AgentEval
+    from codewhale.tools.shell import MAX_TIMEOUT_SECS, ExecShell
+
+    assert ExecShell.timeout_secs > MAX_TIMEOUT_SECS
+    assert RlmEval.timeout_secs > 3600 and AgentEval.timeout_secs > 3600
