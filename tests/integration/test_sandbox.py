@@ -84,7 +84,9 @@ def evil_makefile(workspace: Path) -> None:
     (workspace / "evil.mk").write_text("all:\n\ttouch pwned\n")
 
 
-PYTHON = shlex.quote(sys.executable)
+# The base interpreter, not the venv's: a venv under /tmp (a CI clone) is not in the
+# sandbox, whose /tmp is private.
+PYTHON = shlex.quote(os.path.join(sys.base_prefix, "bin", "python3"))
 # (setup, command, the file the attack creates)
 ATTACKS: dict[str, tuple[Callable[[Path], None] | None, str, str]] = {
     "find -fprint0": (None, "find . -fprint0 x", "x"),
