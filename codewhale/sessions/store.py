@@ -55,6 +55,8 @@ class SessionError(Exception):
 class SessionWriter:
     """Appends records to one session file."""
 
+    recorded_events = RECORDED_EVENTS
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -102,8 +104,6 @@ class SessionWriter:
         """The conversation was cleared: loading starts over from the system prompt here."""
         self._write({"kind": "clear"})
         self._written_messages = 1
-
-    recorded_events = RECORDED_EVENTS
 
     def record_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

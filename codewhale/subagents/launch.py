@@ -108,6 +108,9 @@ class ChildRecorder:
     continuable checkpoint without writing a second copy of the conversation.
     """
 
+    # Events go to the mailbox instead; the transcript holds messages only.
+    recorded_events: frozenset[str] = frozenset()
+
     def __init__(self, store: SubagentStore, record: WorkerRecord, written: int = 0) -> None:
         self.store = store
         self.record = record
@@ -119,9 +122,6 @@ class ChildRecorder:
         self.store.append_transcript(self.record.agent_id, messages[self._written :])
         self._written = len(messages)
         self.record.checkpoint = self.store.checkpoint(self.record.agent_id, len(messages))
-
-    # Events go to the mailbox instead; the transcript holds messages only.
-    recorded_events: frozenset[str] = frozenset()
 
     def record_event(self, event: dict[str, Any]) -> None:
         """Never called: no event type is recorded."""

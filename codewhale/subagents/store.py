@@ -149,7 +149,7 @@ class SubagentStore:
 
     def append_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in messages)
-        path = self.transcripts_dir / f"{agent_id}.jsonl"
+        path = self.transcript_path(agent_id)
         try:
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(text)

@@ -33,6 +33,8 @@ class _AgentTool(Tool):
 
 class AgentOpen(_AgentTool):
     name = "agent_open"
+    # Opens in one response run together, so their records share one durable write.
+    sequential = False
     parameters = {
         "type": "object",
         "properties": {
@@ -64,9 +66,6 @@ class AgentOpen(_AgentTool):
 
     def summary(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("description") or arguments.get("prompt") or "")[:80]
-
-    # Opens in one response run together, so their records share one durable write.
-    sequential = False
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
