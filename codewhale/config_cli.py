@@ -11,6 +11,7 @@ from typing import Any
 from codewhale.atomic import atomic_write_text
 from codewhale.config import ConfigError, LoadedConfig, load_config, redact_secret
 from codewhale.paths import user_config_file, user_dirs
+from codewhale.sandbox import describe, sandbox_status
 
 _SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie")
 
@@ -67,6 +68,7 @@ def _show_json(loaded: LoadedConfig) -> str:
         "values": effective_values(loaded),
         "sources": dict(loaded.sources),
         "warnings": list(loaded.warnings),
+        "sandbox": _sandbox(loaded),
         "files": {
             "user": str(loaded.user_file),
             "project": str(loaded.project_file) if loaded.project_file else None,
@@ -83,7 +85,19 @@ def _show_text(loaded: LoadedConfig) -> str:
     for section, table in values.items():
         if isinstance(table, dict) and section != "headers":
             blocks.append(_table_block(section, list(table.items()), loaded))
+    blocks.append(f"# {_sandbox(loaded)['summary']}")
     return "\n\n".join(blocks)
+
+
+def _sandbox(loaded: LoadedConfig) -> dict[str, Any]:
+    """Whether the sandbox starts here with this config: what `[sandbox]` leads to."""
+    enabled = loaded.config.sandbox.enabled
+    status = sandbox_status(enabled)
+    return {
+        "available": status.available,
+        "reason": status.reason,
+        "summary": describe(status, enabled),
+    }
 
 
 def _table_block(section: str, items: list[tuple[str, Any]], loaded: LoadedConfig) -> str:

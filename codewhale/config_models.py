@@ -144,6 +144,7 @@ class RlmConfig(Section):
     eval_timeout_secs: Annotated[int, Bounds(1, 3600)] = 120
     cpu_limit_secs: Annotated[int, Bounds(10, 86400)] = 900
     memory_limit_mb: Annotated[int, Bounds(256, 65536)] = 2048
+    max_processes: Annotated[int, Bounds(1, 4096)] = 64
 
 
 class TuiConfig(Section):

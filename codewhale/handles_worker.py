@@ -35,9 +35,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from codewhale.handles import HandleError, parse_document, read_file_text, run_jsonpath
+from codewhale.sandbox import child_environment
 
 TIMEOUT_SECS = 120.0
-_SAFE_ENV_KEYS = ("PATH", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP")
+# Beside the common allowlist: what Python needs on Windows.
+_WINDOWS_ENV_KEYS = ("SYSTEMROOT", "TEMP", "TMP")
 # The payload is encoded a megabyte at a time: each encode holds the GIL, the pipe
 # writes in between do not.
 _PIECE_CHARS = 1 << 20
@@ -119,7 +121,7 @@ class _Worker:
 
 
 def _start() -> subprocess.Popen[bytes]:
-    env = {key: os.environ[key] for key in _SAFE_ENV_KEYS if key in os.environ}
+    env = child_environment(os.environ, _WINDOWS_ENV_KEYS)
     return subprocess.Popen(
         [sys.executable, "-I", "-c", _BOOT, _ROOT],
         stdin=subprocess.PIPE,

@@ -55,13 +55,25 @@ class Decision:
     reason: str = ""
 
 
-def decide(approval: ApprovalClass, mode: Mode, *, plan_artifact: bool = False) -> Decision:
-    """Whether a tool of this class runs, asks first, or is refused in `mode`."""
+def decide(
+    approval: ApprovalClass,
+    mode: Mode,
+    *,
+    plan_artifact: bool = False,
+    sandboxed_read_only: bool = False,
+) -> Decision:
+    """Whether a tool of this class runs, asks first, or is refused in `mode`.
+
+    `sandboxed_read_only`: the OS sandbox keeps this call from writing or reaching the
+    network (RLM code), so Plan mode asks for it instead of refusing it.
+    """
     if approval is ApprovalClass.AUTO or mode is Mode.YOLO:
         return Decision(Verdict.ALLOW)
     if mode is Mode.PLAN:
         if plan_artifact:
             return Decision(Verdict.ALLOW)
+        if sandboxed_read_only:
+            return Decision(Verdict.ASK, "Plan mode asks before running sandboxed code.")
         what = "write files" if approval is ApprovalClass.SUGGEST else "run commands or fetch URLs"
         return Decision(
             Verdict.DENY,
@@ -234,8 +246,10 @@ def approval_scope(tool: str, arguments: dict[str, object]) -> str:
 
     Shell: the program plus its subcommand (`git status`, `python -m pytest`); a command
     that chains or redirects (`a && b`, `x > f`) is scoped to its exact text. fetch_url:
-    the host. Other tools: the tool itself.
+    the host. rlm_eval: its RLM session. Other tools: the tool itself.
     """
+    if tool == "rlm_eval":
+        return f"rlm_eval:{arguments.get('name') or ''}"
     if tool == "exec_shell":
         command = str(arguments.get("command") or "")
         return f"exec_shell:{_shell_scope(command)}"

@@ -80,6 +80,8 @@ class SandboxSpec:
     writable: bool
     network: bool
     hidden: tuple[Path, ...] = ()
+    # Directories shown read-only even under the private /tmp (the RLM kernel's Python).
+    visible: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,20 @@ def sandbox_status(enabled: Switch = "auto") -> SandboxStatus:
     return SandboxStatus(probe.bwrap is not None, probe.reason)
 
 
+def describe(status: SandboxStatus, enabled: Switch) -> str:
+    """One line for the user: whether the sandbox is on, and what happens if it is not."""
+    if status.available:
+        return f"sandbox on: {status.reason}"
+    if enabled is True:
+        consequence = "shell commands and RLM code are refused ([sandbox] enabled = true)"
+    else:
+        consequence = (
+            "shell commands and RLM code run unconfined, guarded only by the command "
+            "classifier and approvals (RLM code is refused in Plan mode)"
+        )
+    return f"no sandbox ({status.reason}): {consequence}; see docs/SECURITY.md"
+
+
 def sandboxed(command: Sequence[str], spec: SandboxSpec) -> list[str]:
     """`command` wrapped in bwrap as `spec` allows; only call when sandbox_status() is available."""
     probe = _probe()
@@ -112,6 +128,8 @@ def bwrap_arguments(bwrap: str, spec: SandboxSpec) -> list[str]:
     """The bwrap command line (without the command) that enforces `spec`."""
     workspace = str(spec.workspace)
     arguments = [bwrap, *_FILESYSTEM]
+    for path in spec.visible:
+        arguments += ["--ro-bind", str(path), str(path)]
     arguments += ["--bind" if spec.writable else "--ro-bind", workspace, workspace]
     for path in spec.hidden:
         # An empty tmpfs over a directory, /dev/null over anything else (files, sockets).

@@ -137,13 +137,18 @@ class ToolDispatcher:
         )
         if refusal is not None:
             raise ToolError(refusal)
-        decision = decide(tool.approval, self.context.mode, plan_artifact=tool.plan_artifact)
+        decision = decide(
+            tool.approval,
+            self.context.mode,
+            plan_artifact=tool.plan_artifact,
+            sandboxed_read_only=tool.sandboxed_read_only(),
+        )
         if decision.verdict is Verdict.DENY:
             raise ToolError(decision.reason)
         if decision.verdict is Verdict.ASK:
             scope = approval_scope(tool.name, arguments)
             if scope not in self.context.always_allowed:
-                await self._ask(tool.name, tool.summary(arguments), call.arguments, scope)
+                await self._ask(tool, arguments, call.arguments, scope)
         return await self._run_limited(tool, arguments)
 
     async def _run_limited(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
@@ -157,15 +162,16 @@ class ToolDispatcher:
                 raise  # the tool's own TimeoutError: reported like any other failure
             raise ToolError(f"{tool.name} timed out after {tool.timeout_secs:g} s") from None
 
-    async def _ask(self, tool_name: str, summary: str, arguments: str, scope: str) -> None:
+    async def _ask(self, tool: Tool, arguments: dict[str, Any], raw: str, scope: str) -> None:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         request_id = f"approval_{next(_request_ids)}"
+        tool_name, summary = tool.name, tool.summary(arguments)
         self.emit(
             events.ApprovalRequested(
                 request_id=request_id,
                 tool=tool_name,
-                summary=clean_text(summary),
-                arguments=arguments,
+                summary=clean_text(tool.approval_text(arguments)),
+                arguments=raw,
                 requester=self.requester,
                 scope=scope,
                 _future=future,

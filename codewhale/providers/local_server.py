@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from codewhale.providers.errors import LocalServerError
+from codewhale.sandbox import child_environment
 
 # SmolLM2 speaks ChatML; this format turns `tools` into grammar-constrained calls, so a
 # tool call from even a 135M model is valid JSON for a tool that exists. Its catch:
@@ -24,12 +25,11 @@ CHAT_FORMAT = "chatml-function-calling"
 STARTUP_TIMEOUT_SECS = 120.0
 STOP_GRACE_SECS = 2.0
 LOG_TAIL_CHARS = 1500
+
+
 # The server needs no credentials: give it a bare environment, never the API keys.
-CHILD_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "PYTHONPATH")
-
-
 def child_env() -> dict[str, str]:
-    env = {key: os.environ[key] for key in CHILD_ENV_KEYS if key in os.environ}
+    env = child_environment(os.environ, ("PYTHONPATH",))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 import secrets
 import time
@@ -13,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codewhale.config_models import RlmConfig
+from codewhale.config_models import RlmConfig, SandboxConfig
 from codewhale.handles import HandleStore
+from codewhale.permissions import approval_scope
 from codewhale.providers.client import ChatClient
 from codewhale.providers.types import Usage
 from codewhale.rlm.kernel import Kernel, KernelError, KernelLimits
+from codewhale.sandbox import SandboxSpec, hidden_paths, sandbox_status
 
 INLINE_OUTPUT_BYTES = 1000
 PREVIEW_CHARS = 300
@@ -64,8 +67,9 @@ class RlmManager:
         limits: KernelLimits | None = None,
         on_usage: Callable[[Usage], None] = lambda usage: None,
         workspace: Path | None = None,
+        sandbox: SandboxConfig | None = None,
     ) -> None:
-        self.workspace = workspace or Path.cwd()
+        self.workspace = (workspace or Path.cwd()).resolve()
         self.client = client
         self.config = config
         self.handles = handles
@@ -73,10 +77,30 @@ class RlmManager:
             eval_timeout_secs=config.eval_timeout_secs,
             cpu_secs=config.cpu_limit_secs,
             memory_mb=config.memory_limit_mb,
+            max_processes=config.max_processes,
         )
+        self.sandbox_config = sandbox if sandbox is not None else SandboxConfig()
+        self.sandbox_status = sandbox_status(self.sandbox_config.enabled)
         self.on_usage = on_usage
         self.sessions: dict[str, RlmSession] = {}
         self.child_model = config.child_model or client.settings.fast_model
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether kernels run in the OS sandbox: read-only, offline, secrets hidden."""
+        return self.sandbox_status.available
+
+    def _kernel_sandbox(self) -> SandboxSpec | None:
+        """The sandbox a kernel runs in, the same in every mode: RLM code is for reading."""
+        if self.sandboxed:
+            hidden = hidden_paths(self.workspace, self.sandbox_config.hide, os.environ)
+            return SandboxSpec(self.workspace, self.workspace, False, False, hidden)
+        if self.sandbox_config.enabled is True:
+            raise RlmError(
+                "RLM code must run sandboxed ([sandbox] enabled = true), but the sandbox "
+                f"cannot start: {self.sandbox_status.reason}. Nothing was run."
+            )
+        return None
 
     async def open(self, name: str | None, context: str, meta: dict[str, Any]) -> dict:
         name = slug(name or meta.get("source", "context"))
@@ -93,7 +117,10 @@ class RlmManager:
             sub_rlm_max_depth=self.config.sub_rlm_max_depth,
         )
         session.kernel = Kernel(
-            self.limits, lambda method, params: self._rpc(session, method, params)
+            self.limits,
+            lambda method, params: self._rpc(session, method, params),
+            workspace=self.workspace,
+            sandbox=self._kernel_sandbox(),
         )
         await self._load(session)
         self.sessions[name] = session
@@ -254,6 +281,8 @@ class RlmManager:
             handles=self.handles,
             limits=self.limits,
             on_usage=self._count(session),
+            workspace=self.workspace,
+            sandbox=self.sandbox_config,
         )
         await nested.open(
             "sub",
@@ -267,6 +296,9 @@ class RlmManager:
                 workspace=self.workspace,
                 session_id=f"{session.handle_session}/sub",
                 handles=self.handles,
+                # The user approved the eval that asked for this sub-REPL: its code
+                # runs under that approval, in the same kind of kernel.
+                always_allowed={approval_scope("rlm_eval", {"name": "sub"})},
             ),
             conversation=Conversation([{"role": "system", "content": SUB_RLM_PROMPT}]),
             model=self.child_model,

@@ -16,8 +16,8 @@ ACTIVE_TRANSCRIPT = "session://active/transcript"
 
 
 class _RlmTool(Tool):
-    # The kernel is isolated and holds no keys; a url source still obeys fetch_url's
-    # network rules. So none of these asks for approval (spec §2).
+    # Opening, tuning and closing run no model-written code; a url source still obeys
+    # fetch_url's network rules. Only rlm_eval asks (docs/SECURITY.md).
     approval = ApprovalClass.AUTO
     sequential = True
 
@@ -97,9 +97,20 @@ class RlmEval(_RlmTool):
         "properties": {"name": {"type": "string"}, "code": {"type": "string"}},
         "required": ["name", "code"],
     }
+    # It runs code: asked for in Agent mode (and in Plan mode, where it runs only inside
+    # the read-only, offline sandbox).
+    approval = ApprovalClass.REQUIRED
     # The kernel enforces eval_timeout_secs (at most 3600) and restarts itself after it;
     # the dispatcher's limit is only a backstop above that.
     timeout_secs = 3600 + 60
+
+    def approval_text(self, arguments: Mapping[str, Any]) -> str:
+        where = "in the sandbox" if self.manager.sandboxed else "WITHOUT a sandbox"
+        name, code = arguments.get("name"), arguments.get("code")
+        return f"Python in RLM session {name!s} ({where}):\n{code!s}"
+
+    def sandboxed_read_only(self) -> bool:
+        return self.manager.sandboxed
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:

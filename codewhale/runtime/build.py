@@ -26,6 +26,7 @@ from codewhale.providers.settings import ProviderSettings
 from codewhale.rlm.sessions import RlmManager
 from codewhale.rlm.tools import rlm_tools
 from codewhale.runtime.runtime import Runtime
+from codewhale.sandbox import describe, sandbox_status
 from codewhale.sessions.store import SessionError, SessionInfo, SessionStore
 from codewhale.subagents.child import Opener
 from codewhale.subagents.definitions import load_definitions
@@ -69,6 +70,9 @@ def open_runtime(
         raise RuntimeSetupError(error.message) from None
     store = SessionStore(dirs.data_dir)
     warnings = list(loaded.warnings)
+    sandbox = loaded.config.sandbox
+    if not (status := sandbox_status(sandbox.enabled)).available:
+        warnings.append(describe(status, sandbox.enabled))
     if loaded.offline_fallback:
         what = limits(settings.offer_tools)
         warnings.append(
@@ -105,7 +109,7 @@ def open_runtime(
     conversation = Conversation(messages)
     meter = UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
-    builtin_tools = default_tools(loaded.config.sandbox)
+    builtin_tools = default_tools(sandbox)
     definitions = load_definitions(
         WorkspacePaths(workspace).agents_dir,
         user_agents_dir(dirs),
@@ -127,7 +131,7 @@ def open_runtime(
         handles=context.handles,
         root=root,
         session_id=info.id,
-        tools_factory=lambda: default_tools(loaded.config.sandbox),
+        tools_factory=lambda: default_tools(sandbox),
         agent_tools_factory=agent_tools,
         emit=emit,
         memory_text=memory_text,
@@ -143,6 +147,7 @@ def open_runtime(
             usage, cost_usd(settings.provider, rlm_model, usage)
         ),
         workspace=workspace,
+        sandbox=sandbox,
     )
 
     def transcript() -> str:

@@ -19,6 +19,7 @@ from codewhale.providers.local_server import LocalServer
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
+from codewhale.sandbox import sandbox_status
 from codewhale.sessions.store import SessionInfo, SessionWriter
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
@@ -51,6 +52,11 @@ class Runtime:
     @property
     def workspace(self) -> Path:
         return self.engine.context.workspace
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether shell commands and RLM code run in the OS sandbox."""
+        return sandbox_status(self.loaded.config.sandbox.enabled).available
 
     @property
     def mode(self) -> Mode:

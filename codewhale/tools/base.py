@@ -99,6 +99,14 @@ class Tool(ABC):
                 return arguments[key]
         return ""
 
+    def approval_text(self, arguments: Mapping[str, Any]) -> str:
+        """What the user is shown when asked to approve this call."""
+        return self.summary(arguments)
+
+    def sandboxed_read_only(self) -> bool:
+        """Whether the OS sandbox keeps this tool from writing or reaching the network."""
+        return False
+
     @abstractmethod
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Do the work; raise ToolError for anything the model should correct."""

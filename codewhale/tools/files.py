@@ -109,7 +109,7 @@ def check_writable(path: Path, label: str) -> None:
         check_regular(lstat(path, label), label, "written")
 
 
-def write_regular(path: Path, text: str, label: str) -> None:
+def write_regular(path: Path, text: str | bytes, label: str) -> None:
     """Write `text` to `path` in place, never into a FIFO, a device or a shared inode.
 
     The file is opened without O_TRUNC and checked with fstat first, so one swapped in
@@ -125,7 +125,7 @@ def write_regular(path: Path, text: str, label: str) -> None:
     with os.fdopen(descriptor, "wb") as stream:
         check_regular(os.fstat(descriptor), label, "written")
         stream.truncate()
-        stream.write(text.encode("utf-8"))
+        stream.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 
 def unified_diff(before: str, after: str, name: str) -> str:

@@ -24,16 +24,12 @@ class ChangeJournal:
         if path not in images:
             images[path] = path.read_bytes() if path.is_file() else None
 
-    def revert(self, count: int) -> list[Path]:
-        """Restore the files of the last `count` turns that changed files, newest first."""
-        restored: list[Path] = []
+    def take(self, count: int) -> list[tuple[Path, bytes | None]]:
+        """Remove and return the pre-images of the last `count` turns, newest first.
+
+        The caller writes them back, through the same checks as any other write.
+        """
+        images: list[tuple[Path, bytes | None]] = []
         for _ in range(min(count, len(self.turns))):
-            _, images = self.turns.pop()
-            for path, content in images.items():
-                if content is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(content)
-                restored.append(path)
-        return restored
+            images += self.turns.pop()[1].items()
+        return images

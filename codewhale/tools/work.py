@@ -10,6 +10,7 @@ from typing import Any
 from codewhale.handles import HandleError
 from codewhale.permissions import ApprovalClass, Mode, relative_to_workspace
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.tools.files import write_regular
 from codewhale.work_state import STATUSES, Item
 
 _ITEM_SCHEMA = {
@@ -136,11 +137,27 @@ class RevertTurn(Tool):
         count = int(arguments.get("turns") or 1)
         if count < 1:
             raise ToolError("turns must be at least 1")
-        restored = context.journal.revert(count)
-        if not restored:
+        images = context.journal.take(count)
+        if not images:
             raise ToolError("no file changes to revert: no earlier turn wrote files")
-        names = sorted({relative_to_workspace(context.workspace, path) for path in restored})
-        return ToolResult(f"Restored {len(names)} file(s): {', '.join(names)}")
+        restored: set[str] = set()
+        refused: list[str] = []
+        for path, content in images:
+            label = relative_to_workspace(context.workspace, path)
+            try:
+                if content is None:
+                    path.unlink(missing_ok=True)  # removes a name only; never writes through
+                else:
+                    write_regular(path, content, label)
+            except ToolError as error:
+                refused.append(str(error))
+            except OSError as error:
+                refused.append(f"{label}: {error.strerror}")
+            else:
+                restored.add(label)
+        lines = [f"Restored {len(restored)} file(s): {', '.join(sorted(restored)) or 'none'}"]
+        lines += [f"Not restored: {reason}" for reason in refused]
+        return ToolResult("\n".join(lines), ok=not refused)
 
 
 class HandleRead(Tool):

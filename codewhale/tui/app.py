@@ -202,6 +202,7 @@ class CodeWhaleApp(App[None]):
             cost=runtime.cost_usd,
             running=self.turn_running,
             limits=limits(settings.offer_tools) if settings.provider == "local" else None,
+            sandboxed=runtime.sandboxed,
         )
 
     # -- composer --------------------------------------------------------------------------

@@ -64,4 +64,6 @@ def _scope_text(scope: str) -> str:
         return "this exact command" if tool == "exec_shell" else "this exact call"
     if tool == "fetch_url":
         return f"fetching from {clean_text(detail)}"
+    if tool == "rlm_eval":
+        return f"running code in RLM session `{clean_text(detail)}`"
     return f"`{clean_text(detail)}` commands"

@@ -1,4 +1,4 @@
-"""The status line: workspace, mode, model, tokens, cache hit rate, cost."""
+"""The status line: workspace, mode, model, tokens, cache hit rate, cost, a missing sandbox."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ class StatusLine(Static):
         running: bool,
         cost: float | None = None,
         limits: str | None = None,
+        sandboxed: bool = True,
     ) -> None:
         line = Text()
         line.append(f" {mode.value.upper()} ", style=f"reverse {MODE_STYLES[mode]}")
@@ -39,6 +40,8 @@ class StatusLine(Static):
         line.append(f"  {model}")
         if limits:
             line.append(f" ({limits})", style="bold yellow")
+        if not sandboxed:
+            line.append("  no sandbox", style="bold red")
         line.append(
             f"  ↑{_tokens(usage.input_tokens)} ↓{_tokens(usage.output_tokens)}", style="dim"
         )

@@ -13,7 +13,9 @@ import pytest
 from tests.support.llm_server import Fault, LoopbackLLM, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
 
-KILLS = 25
+# 100 kills in all, in batches that xdist can spread over its workers.
+BATCHES = 4
+KILLS_PER_BATCH = 25
 OPENS = 4
 
 
@@ -73,9 +75,10 @@ def kill_when_announced(workspace, home) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.slow
-def test_no_announced_child_is_lost_to_a_sigkill(tmp_path):
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_no_announced_child_is_lost_to_a_sigkill(tmp_path, batch):
     lost = []
-    for attempt in range(KILLS):
+    for attempt in range(KILLS_PER_BATCH):
         workspace = tmp_path / f"repo{attempt}"
         workspace.mkdir()
         announced, saved = kill_when_announced(workspace, tmp_path / f"home{attempt}")

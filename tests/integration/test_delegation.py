@@ -11,19 +11,13 @@ import pytest
 from codewhale.permissions import Mode
 from codewhale.runtime import events
 from tests.support.llm_server import Reply, ToolCallSpec
-from tests.support.subagents import REPORT, for_task, wait_done
+from tests.support.subagents import REPORT, for_task, last_tool_results, wait_done
 
 GRANDCHILD_ARGS = {
     "implementer": {"type": "implementer"},
     "general": {"type": "general"},
     "custom": {"type": "custom", "allowed_tools": ["write_file", "exec_shell", "read_file"]},
 }
-
-
-def last_tool_results(llm, word):
-    """The tool results the child working on `word` saw in its latest request."""
-    requests = [r for r in llm.requests if for_task(word)(r.json)]
-    return [m["content"] for m in requests[-1].json["messages"] if m["role"] == "tool"]
 
 
 @pytest.mark.parametrize("mode", [Mode.PLAN, Mode.AGENT, Mode.YOLO])

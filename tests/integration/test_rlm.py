@@ -204,6 +204,8 @@ def test_the_rlm_lifecycle_through_codewhale_exec(llm, tmp_path):
             "-C",
             str(workspace),
             "--json",
+            "--approve",
+            "auto",  # rlm_eval runs code: it asks, like exec_shell
             "analyse big.log",
         ],
         capture_output=True,

@@ -27,6 +27,9 @@ from codewhale.permissions import CommandClass, Mode
 from codewhale.sandbox import sandbox_status
 from codewhale.tools.base import ToolContext, ToolResult
 from codewhale.tools.shell import ExecShell
+from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.processes import daemon_marker, gone, running
+from tests.support.subagents import REPORT, for_task, last_tool_results, wait_done
 
 _STATUS = sandbox_status()
 pytestmark = [
@@ -100,13 +103,16 @@ ATTACKS: dict[str, tuple[Callable[[Path], None] | None, str, str]] = {
 }
 
 
+@pytest.mark.parametrize("authority", [READ_ONLY, TEST_ONLY], ids=["read-only", "test-only"])
 @pytest.mark.parametrize("attack", ATTACKS)
-async def test_a_read_only_authority_cannot_create_files(workspace, attack):
+async def test_read_only_and_test_only_authorities_cannot_create_files(
+    workspace, attack, authority
+):
     setup, command, target = ATTACKS[attack]
     if setup is not None:
         setup(workspace)
     before = sorted(p.name for p in workspace.iterdir())
-    await run(context_for(workspace, READ_ONLY), command)
+    await run(context_for(workspace, authority), command)
     assert not (workspace / target).exists()
     assert sorted(p.name for p in workspace.iterdir()) == before
 
@@ -162,6 +168,9 @@ from codewhale.authority import READ_ONLY
 from codewhale.config_models import SandboxConfig
 from codewhale.tools.base import ToolContext
 from codewhale.tools.shell import ExecShell
+from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.processes import daemon_marker, gone, running
+from tests.support.subagents import REPORT, for_task, last_tool_results, wait_done
 context = ToolContext(workspace=Path(sys.argv[1]), session_id="s1", authority=READ_ONLY)
 tool = ExecShell(SandboxConfig(enabled={sandbox!r}))
 result = asyncio.run(tool.run({{"command": sys.argv[2]}}, context))
@@ -257,35 +266,8 @@ async def test_git_commit_without_a_message_fails_fast(workspace):
     assert not result.ok and "empty commit message" in result.output
 
 
-def running(marker: str) -> bool:
-    """Whether a live (not zombie) process on the host has `marker` in its command line."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            command_line = (proc / "cmdline").read_bytes().decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:  # it exited while we looked
-            continue
-        if marker in command_line and state != "Z":
-            return True
-    return False
-
-
-def daemon_marker() -> str:
-    # A unique sleep length finds our daemon among the host's processes.
-    return f"1000.{uuid.uuid4().int % 10**9:09d}"
-
-
 def daemon(marker: str) -> str:
     return f"setsid sleep {marker} > /dev/null 2>&1 < /dev/null &"
-
-
-async def gone(marker: str) -> bool:
-    deadline = time.monotonic() + 5
-    while running(marker) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    return not running(marker)
 
 
 async def test_a_setsid_daemon_dies_when_the_command_ends(workspace):
@@ -325,3 +307,43 @@ async def test_required_sandbox_runs_commands_when_it_can_start(workspace):
 def test_the_status_names_the_bwrap_in_use():
     assert _STATUS.available and "bwrap" in _STATUS.reason
     assert os.access(_STATUS.reason.split("(", 1)[1].rstrip(")"), os.X_OK)
+
+
+# -- the same attacks made by real children, through the classifier and the dispatcher ----
+
+# Commands the classifier lets through for each role, which nonetheless write.
+CHILD_ATTACKS = {
+    "explore": ["find . -fprint0 x", "git grep --open-files-in-pager='touch pwned' a", "./cat"],
+    "verifier": ["make test -f evil.mk"],
+}
+
+
+async def test_misclassified_commands_of_real_children_write_nothing(llm, make_session):
+    session = make_session(mode=Mode.YOLO)
+    workspace = session.workspace
+    tracked_file(workspace)
+    fake_cat(workspace)
+    (workspace / "evil.mk").write_text("test:\n\ttouch pwned\n")
+    before = listing(workspace)
+    for role, commands in CHILD_ATTACKS.items():
+        calls = [ToolCallSpec("exec_shell", {"command": command}) for command in commands]
+        llm.route(for_task(f"attack as {role}"), Reply(tool_calls=calls), Reply(text=REPORT))
+    opened = [
+        session.manager.open({"prompt": f"attack as {role}", "type": role})
+        for role in CHILD_ATTACKS
+    ]
+    for child in opened:
+        assert (await wait_done(session, child["agent_id"]))["status"] == "completed"
+    await session.close()
+    for role, commands in CHILD_ATTACKS.items():
+        results = last_tool_results(llm, f"attack as {role}")
+        # The classifier let each command through: it ran, and the sandbox held.
+        assert len(results) == len(commands)
+        assert all(result.startswith("[exit code") for result in results), results
+    assert listing(workspace) == before
+    assert not (workspace / "pwned").exists()
+
+
+def listing(workspace: Path) -> list[str]:
+    """The workspace's entries except the app's own state (.codewhale/)."""
+    return sorted(p.name for p in workspace.iterdir() if p.name != ".codewhale")

@@ -21,6 +21,12 @@ def for_task(word: str):
     )
 
 
+def last_tool_results(llm, word):
+    """The tool results the child working on `word` saw in its latest request."""
+    requests = [r for r in llm.requests if for_task(word)(r.json)]
+    return [m["content"] for m in requests[-1].json["messages"] if m["role"] == "tool"]
+
+
 @pytest.fixture
 async def make_session(llm, tmp_path, monkeypatch, isolated_home):
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)

@@ -290,3 +290,28 @@ async def test_a_streamed_read_still_knows_the_ends_of_a_file(context):
     assert last.output == "10\tl10"
     assert (await ReadFile().run({"path": "crlf.txt"}, context)).output == "1\ta\n2\tb"
     assert (await ReadFile().run({"path": "empty.txt"}, context)).output == "(empty file)"
+
+
+async def test_revert_refuses_to_write_through_a_file_swapped_for_a_link(context, tmp_path):
+    """Between a turn's write and its revert, a command swaps the file for a hard link to
+    a file outside the workspace: the revert must not write the old content there."""
+    from codewhale.tools.work import RevertTurn
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside, untouched\n")
+    (context.workspace / "kept.py").write_text("before\n")
+    context.journal.begin_turn(1)
+    await WriteFile().run({"path": "kept.py", "content": "after\n"}, context)
+    await WriteFile().run({"path": "swapped.py", "content": "new\n"}, context)
+    swapped = context.workspace / "swapped.py"
+    (context.workspace / "kept.py").unlink()
+    os.link(outside, context.workspace / "kept.py")
+    swapped.unlink()
+    os.mkfifo(swapped)
+    with must_not_block(swapped):
+        result = await RevertTurn().run({"turns": 1}, context)
+    assert not result.ok
+    assert "Restored 1 file(s): swapped.py" in result.output  # its name is simply removed
+    assert "Not restored: kept.py has 2 hard links" in result.output
+    assert outside.read_text() == "outside, untouched\n"
+    assert not os.path.lexists(swapped)

@@ -1,0 +1,76 @@
+"""The processes below a given one, read from /proc (Linux), and how to end them.
+
+A process group is not enough to find what a command started: `setsid` (or a double
+fork) leaves the group, and an orphan is adopted by the nearest subreaper or PID
+namespace init. The RLM kernel is made a subreaper and, when sandboxed, lives in its
+own PID namespace, so everything it starts stays somewhere below the process we
+spawned, and this walk finds it. /proc/<pid>/task/*/children would be cheaper but
+needs CONFIG_PROC_CHILDREN, which not every kernel has; the stat files are always there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterable
+
+PROC = "/proc"
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid for every live, non-zombie process we can see."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        names = os.listdir(PROC)
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"{PROC}/{name}/stat", "rb") as stat:
+                    text = stat.read()
+            except OSError:  # it exited while we looked
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = text[text.rfind(b")") + 2 :].split(b" ", 2)
+            if fields[0] != b"Z":
+                parents[int(name)] = int(fields[1])
+    return parents
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root`, parents before their children."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        below = children.get(frontier.pop(), [])
+        found += below
+        frontier += below
+    return found
+
+
+def kill(pids: Iterable[int]) -> None:
+    """SIGKILL each of `pids` that is still there."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_below(root: int, keep: Iterable[int] = ()) -> int:
+    """SIGKILL everything below `root` except `keep`, until none is left; returns how many.
+
+    Repeated because a process can fork between our look and our kill; three rounds
+    end a fork loop in practice, and the caller's sandbox ends anything left.
+    """
+    kept = set(keep)
+    killed: set[int] = set()
+    for _ in range(3):
+        targets = [pid for pid in descendants(root) if pid not in kept]
+        if not targets:
+            break
+        kill(targets)
+        killed.update(targets)
+    return len(killed)
