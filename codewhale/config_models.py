@@ -163,7 +163,7 @@ class SandboxConfig(Section):
     enabled: bool | Literal["auto"] = "auto"
     # More paths to hide from commands; `~` is expanded, relative paths are in the workspace.
     hide: list[str] = Field(default_factory=list)
-    # More environment variables commands may see (the allowlist is in codewhale/sandbox.py).
+    # More environment variables commands may see (the allowlist: sandbox/environment.py).
     pass_env: list[str] = Field(default_factory=list)
 
     @field_validator("enabled", mode="before")

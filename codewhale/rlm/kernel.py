@@ -83,6 +83,14 @@ class Kernel:
         self._stderr_task: asyncio.Task[None] | None = None
 
     @property
+    def _in_bwrap(self) -> bool:
+        """Whether bwrap runs the kernel: then its init sits between us and the kernel.
+
+        (sandbox-exec on macOS execs the kernel in place.)
+        """
+        return self.sandbox is not None and sys.platform.startswith("linux")
+
+    @property
     def alive(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
@@ -113,7 +121,7 @@ class Kernel:
     async def _own_processes(self) -> frozenset[int]:
         """The kernel's processes before any code runs: the python, and bwrap's init."""
         assert self._process is not None
-        if self.sandbox is None:
+        if not self._in_bwrap:
             return frozenset({self._process.pid})
         deadline = time.monotonic() + START_WAIT_SECS
         # bwrap (our child) -> its init, PID 1 of the namespace -> the python.
@@ -202,7 +210,7 @@ class Kernel:
                 await asyncio.wait_for(self._stderr_task, 1)
         code = self._process.returncode
         # bwrap's init exits with 128 + the signal that killed the kernel, as shells do.
-        signalled = code is not None and (code < 0 or (self.sandbox is not None and code > 128))
+        signalled = code is not None and (code < 0 or (self._in_bwrap and code > 128))
         if self._stopped_because:
             cause = f"stopped because {self._stopped_because}"
         elif code is not None and signalled:

