@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codewhale.atomic import atomic_write_text
 from codewhale.config import ConfigError, LoadedConfig, load_config, redact_secret
+from codewhale.config_write import write_config_file
 from codewhale.paths import user_config_file, user_dirs
 from codewhale.sandbox import describe, sandbox_status
 
@@ -148,8 +148,6 @@ def starter_config() -> dict[str, Any]:
 
 
 def _init(*, force: bool) -> int:
-    import tomli_w
-
     path = user_config_file(user_dirs())
     if path.exists() and not force:
         print(
@@ -159,7 +157,7 @@ def _init(*, force: bool) -> int:
         )
         return 1
     try:
-        atomic_write_text(path, tomli_w.dumps(starter_config()), mode=0o600)
+        write_config_file(path, starter_config())
     except OSError as error:
         print(f"codewhale: cannot write {path}: {error.strerror or error}", file=sys.stderr)
         return 1

@@ -17,7 +17,6 @@ import contextlib
 import io
 import json
 import re
-import resource
 import sys
 import traceback
 
@@ -28,7 +27,14 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def confine(cpu_secs: int, memory_mb: int) -> None:
-    """Hard limits set before any user code runs; user code cannot raise them again."""
+    """Hard limits set before any user code runs; user code cannot raise them again.
+
+    Windows has no `resource` module: there the kernel runs without these limits.
+    """
+    try:
+        import resource
+    except ImportError:
+        return
     memory = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_secs, cpu_secs))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths
@@ -57,12 +58,8 @@ class SubagentStore:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         self.lock_file.parent.mkdir(parents=True, exist_ok=True)
-        with self.lock_file.open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with FileLock(self.lock_file):
+            yield
 
     def load(self) -> list[WorkerRecord]:
         """Every record in the file; a missing file is an empty list."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tomllib
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,8 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from codewhale.atomic import atomic_write_text
 from codewhale.config import LoadedConfig
+from codewhale.config_write import update_config_file
 from codewhale.providers.local_model import missing_local_runtime
 from codewhale.providers.presets import DEFAULT_PROVIDER, preset_for
 
@@ -25,13 +24,8 @@ def installed_local_providers() -> list[str]:
 
 
 def save_user_settings(loaded: LoadedConfig, **values: str) -> None:
-    """Merge `values` into the user config (created if missing), file mode 0600."""
-    import tomli_w
-
-    path = loaded.user_file
-    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    data.update(values)
-    atomic_write_text(path, tomli_w.dumps(data), mode=0o600)
+    """Set `values` in the user config (created if missing), keeping its comments."""
+    update_config_file(loaded.user_file, values)
 
 
 class OnboardingScreen(ModalScreen[bool]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import tomli_w
+import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -74,7 +74,7 @@ def documents(draw) -> str:
             document[section] = draw(st.one_of(st.just(table), values))
         else:
             document.update(table)
-    return tomli_w.dumps(document)
+    return tomlkit.dumps(document)
 
 
 @settings(
