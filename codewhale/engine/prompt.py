@@ -1,4 +1,4 @@
-"""Build the parent's system prompt: our instructions, AGENTS.md, memory, mode and facts."""
+"""Build the parent's system prompt: our instructions, project instructions, memory, facts."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+from codewhale.engine.instructions import project_instructions
 from codewhale.permissions import Mode
 
-MAX_AGENTS_MD_CHARS = 20_000
 MAX_MEMORY_CHARS = 8_000
 
 _MODE_TEXT = {
@@ -24,21 +24,6 @@ _MODE_TEXT = {
 
 def base_instructions(name: str = "system") -> str:
     return resources.files("codewhale.data").joinpath(f"prompts/{name}.md").read_text("utf-8")
-
-
-def agents_md_files(workspace: Path) -> list[Path]:
-    """AGENTS.md files from the repository root down to the workspace, outermost first."""
-    workspace = workspace.resolve()
-    chain = [workspace, *workspace.parents]
-    top = next((d for d in chain if (d / ".git").exists()), workspace)
-    found = []
-    for directory in chain:
-        candidate = directory / "AGENTS.md"
-        if candidate.is_file():
-            found.append(candidate)
-        if directory == top:
-            break
-    return list(reversed(found))
 
 
 def git_branch(workspace: Path) -> str | None:
@@ -70,10 +55,8 @@ def build_system_prompt(
         date = today or datetime.now(UTC).strftime("%Y-%m-%d")
         return f"{base_instructions('offline_chat').strip()}\n\nToday is {date}.\n"
     sections = [base_instructions().strip()]
-    for path in agents_md_files(workspace):
-        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_AGENTS_MD_CHARS]
-        label = path.relative_to(workspace) if path.is_relative_to(workspace) else path
-        sections.append(f"# Project instructions ({label})\n\n{text.strip()}")
+    if instructions := project_instructions(workspace):
+        sections.append(instructions)
     if memory_file is not None and memory_file.is_file():
         memory = memory_file.read_text(encoding="utf-8", errors="replace")[-MAX_MEMORY_CHARS:]
         if memory.strip():

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from codewhale.authority import Authority
+from codewhale.engine.instructions import project_instructions
 from codewhale.permissions import Mode
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.roles import role_authority, role_prompt
@@ -36,6 +37,8 @@ def system_prompt(request: SpawnRequest, memory: str | None) -> str:
         intro=definition.prompt if definition is not None else None,
         role_name=request.type_name,
     )
+    if instructions := project_instructions(request.workspace):
+        prompt += f"\n\n{instructions}"
     if memory:
         prompt += f"\n\n# The user's memory notes\n\n{memory.strip()}"
     return prompt
