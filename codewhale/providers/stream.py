@@ -1,6 +1,8 @@
 """Turn chat-completion chunks into events and assemble the final Completion.
 
-Pure data handling, no I/O: the client feeds it decoded JSON chunks.
+Pure data handling, no I/O: the client feeds it decoded JSON chunks. Providers differ
+in where they put things (docs/PROVIDERS.md, "Stream shapes"); every shape they send
+is read here, so nothing above this module knows which provider answered.
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ class _PartialToolCall:
 
 
 class StreamAssembler:
-    """Accumulates one streamed response; tool calls are keyed by their `index`."""
+    """Accumulates one streamed response.
+
+    Tool calls are keyed by their `index`, or by their `id` from providers that send no
+    index (see _call_index).
+    """
 
     def __init__(self) -> None:
         self._content: list[str] = []
@@ -40,7 +46,11 @@ class StreamAssembler:
         self.model = ""
 
     def feed(self, chunk: Any) -> Iterator[StreamEvent]:
-        """Absorb one decoded chunk and yield the deltas it carried."""
+        """Absorb one decoded chunk and yield the deltas it carried.
+
+        Usage may come with the last choice or alone in a final chunk whose `choices` is
+        empty (OpenAI's `include_usage`); a chunk with neither carries nothing.
+        """
         if not isinstance(chunk, Mapping):
             raise ProtocolError(f"expected a JSON object in the stream, got {type(chunk).__name__}")
         if isinstance(chunk.get("error"), Mapping):
@@ -57,22 +67,23 @@ class StreamAssembler:
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
-    def _feed_delta(self, delta: Mapping[str, Any]) -> Iterator[StreamEvent]:
-        reasoning = delta.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
-            self._reasoning.append(reasoning)
-            yield ReasoningDelta(reasoning)
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            self._content.append(content)
-            yield TextDelta(content)
+    def _feed_delta(self, delta: Any) -> Iterator[StreamEvent]:
+        if not isinstance(delta, Mapping):
+            raise ProtocolError(f"malformed delta: {str(delta)[:200]}")
+        for event in (*_reasoning_deltas(delta), *_content_deltas(delta.get("content"))):
+            self._record(event)
+            yield event
         for fragment in delta.get("tool_calls") or ():
             yield self._feed_tool_fragment(fragment)
 
+    def _record(self, event: TextDelta | ReasoningDelta) -> None:
+        kept = self._content if isinstance(event, TextDelta) else self._reasoning
+        kept.append(event.text)
+
     def _feed_tool_fragment(self, fragment: Any) -> ToolCallDelta:
-        if not isinstance(fragment, Mapping) or not isinstance(fragment.get("index", 0), int):
+        if not isinstance(fragment, Mapping):
             raise ProtocolError(f"malformed tool call fragment: {str(fragment)[:200]}")
-        index = fragment.get("index", 0)
+        index = self._call_index(fragment)
         call = self._calls.setdefault(index, _PartialToolCall())
         function = fragment.get("function") or {}
         new_id = fragment.get("id") if isinstance(fragment.get("id"), str) else None
@@ -86,6 +97,27 @@ class StreamAssembler:
             call.name = name if call.name in ("", name) else call.name + name
         call.arguments.append(arguments)
         return ToolCallDelta(index=index, id=new_id, name=name, arguments=arguments)
+
+    def _call_index(self, fragment: Mapping[str, Any]) -> int:
+        """The call a fragment belongs to.
+
+        DeepSeek and OpenAI number every fragment with `index` and send the `id` only
+        with a call's first fragment, so the index alone decides. Gemini sends no
+        `index`: each parallel call comes with its own `id`, so a new id starts a new
+        call and a fragment with neither continues the last one.
+        """
+        index = fragment.get("index")
+        if index is not None:
+            if not isinstance(index, int):
+                raise ProtocolError(f"malformed tool call fragment: {str(fragment)[:200]}")
+            return index
+        call_id = fragment.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            return max(self._calls, default=0)
+        for known_index, call in self._calls.items():
+            if call.id == call_id:
+                return known_index
+        return max(self._calls, default=-1) + 1
 
     def completion(self, finish_reason: str | None = None) -> Completion:
         """The response so far; `finish_reason` overrides what the stream said."""
@@ -106,6 +138,50 @@ class StreamAssembler:
             usage=self.usage,
             model=self.model,
         )
+
+
+def _reasoning_deltas(delta: Mapping[str, Any]) -> Iterator[ReasoningDelta]:
+    """DeepSeek's `reasoning_content`, and Groq's and OpenRouter's `reasoning`.
+
+    A server that fills both for compatibility sends the same text twice; it is one
+    thought, so it is kept once. Different texts are both kept, `reasoning_content` first.
+    """
+    reasoning_content = _text(delta.get("reasoning_content"))
+    reasoning = _text(delta.get("reasoning"))
+    if reasoning_content:
+        yield ReasoningDelta(reasoning_content)
+    if reasoning and reasoning != reasoning_content:
+        yield ReasoningDelta(reasoning)
+
+
+def _content_deltas(content: Any) -> Iterator[TextDelta | ReasoningDelta]:
+    """`content` is a string, or (Mistral) a list of typed parts, each read in order."""
+    if isinstance(content, str) and content:
+        yield TextDelta(content)
+    elif isinstance(content, list):
+        for part in content:
+            yield from _part_deltas(part)
+
+
+def _part_deltas(part: Any) -> Iterator[TextDelta | ReasoningDelta]:
+    """A `text` part is answer, a `thinking` part (Magistral's) reasoning.
+
+    A thinking part holds its text as a string or as text parts. Other parts
+    (references) carry nothing to show.
+    """
+    if not isinstance(part, Mapping):
+        return
+    if part.get("type") == "text":
+        text = _text(part.get("text"))
+        if text:
+            yield TextDelta(text)
+    elif part.get("type") == "thinking":
+        for thought in _content_deltas(part.get("thinking")):
+            yield ReasoningDelta(thought.text)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def completion_from_message(body: Any) -> Completion:

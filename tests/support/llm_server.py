@@ -111,6 +111,8 @@ class Reply:
     chunk_delay: float = 0.0
     request_delay: float = 0.0
     fault: Fault | None = None
+    # A recorded SSE body, replayed event by event in place of the scripted fields.
+    recorded_sse: bytes | None = None
 
     def text_chunks(self) -> list[str]:
         return _pieces(self.text, self.chunk_size)
@@ -453,6 +455,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _sse_payloads(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+        if reply.recorded_sse is not None:
+            yield from _recorded_events(reply.recorded_sse)
+            return
         no_done = reply.fault is not None and reply.fault.kind == "no_done"
         deltas = list(self._deltas(reply))
         if deltas:
@@ -493,6 +498,13 @@ class _Handler(BaseHTTPRequestHandler):
         if usage is not None:
             chunk["usage"] = usage
         return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def _recorded_events(body: bytes) -> Iterator[bytes]:
+    """A recorded SSE body split into its events, each written as the provider flushed it."""
+    for event in body.split(b"\n\n"):
+        if event.strip():
+            yield event + b"\n\n"
 
 
 def _tool_call_deltas(calls: list[ToolCallSpec], interleave: bool) -> Iterator[dict[str, Any]]:
