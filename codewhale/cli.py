@@ -58,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_override_flags(exec_parser)
     _add_resume_flags(exec_parser)
     exec_parser.add_argument("prompt", help="the task; '-' reads it from stdin")
-    exec_parser.add_argument("--json", action="store_true", help="print one event per line")
+    exec_parser.add_argument(
+        "--json",
+        action="store_true",
+        help="JSON Lines: a session record, one event per line, a result record",
+    )
     exec_parser.add_argument(
         "--mode", choices=["plan", "agent", "yolo"], help="plan (read-only), agent (default), yolo"
     )
@@ -66,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--approve",
         choices=["ask", "auto", "deny"],
         default="deny",
-        help="how to answer approval requests (default: deny)",
+        help="how to answer approval requests; ask needs a terminal (default: deny)",
     )
     exec_parser.add_argument("--max-steps", type=int, help="model requests allowed per turn")
 

@@ -1,48 +1,152 @@
 """`codewhale exec`: one prompt, run to completion without the TUI.
 
 Exit codes: 0 done, 1 the turn failed, 2 usage or config error, 130 interrupted.
+
+With `--json`, stdout is JSON Lines: a `session` record, the events, then a `result`
+record (docs/EVENTS.md, "exec --json"). Without it, stdout holds only the final answer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import signal
 import sys
-from typing import TextIO
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TextIO, TypeVar
 
 from codewhale.config import ConfigError
 from codewhale.permissions import Mode
-from codewhale.runtime import RuntimeSetupError, events, open_runtime
+from codewhale.runtime import Runtime, RuntimeSetupError, TurnResult, events, open_runtime
 from codewhale.sanitize import clean_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# Bumped only when a field of the session or result record changes meaning or goes away.
+SCHEMA_VERSION = 1
+
+NEEDS_TERMINAL = "--approve ask needs a terminal (/dev/tty); use --approve auto or deny"
+
+# The turn's status as the result record names it: a script tells failures apart by the
+# `error` event before the record, not by a status of its own for each kind.
+RESULT_STATUS = {
+    "completed": "completed",
+    "interrupted": "interrupted",
+    "max_steps": "max_steps",
+    "failed": "error",
+    "timed_out": "error",
+}
+
+# A child's status, as counted in the result record; anything not finished is running.
+CHILD_OUTCOMES = ("completed", "failed", "cancelled", "interrupted")
+
+T = TypeVar("T")
 
 
 def read_prompt(argument: str, stdin: TextIO) -> str:
     return stdin.read() if argument == "-" else argument
 
 
+# -- asking on the terminal -------------------------------------------------------------------
+
+
+@dataclass
+class Terminal:
+    """Where `--approve ask` talks to a person: the controlling terminal, never stdout
+    (which may carry JSON) nor stdin (which may carry the prompt)."""
+
+    answers: TextIO
+    questions: TextIO
+
+    @classmethod
+    def open(cls) -> Terminal:
+        """Raises OSError when the process has no controlling terminal.
+
+        Never closed: a question still waiting when the run ends (Ctrl-C) holds the
+        reader's lock, so closing it would wait for an answer; the exit closes it.
+        """
+        answers = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115
+        questions = open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115
+        return cls(answers, questions)
+
+    def ask(self, question: str) -> str:
+        """Blocking: show `question`, wait for one line ("" if the terminal went away)."""
+        self.questions.write(question)
+        self.questions.flush()
+        return self.answers.readline()
+
+
+async def in_daemon_thread(work: Callable[[], T]) -> T:
+    """Run blocking `work` off the event loop, like `asyncio.to_thread`, except that a
+    thread still blocked when the run ends (a question nobody answered before Ctrl-C)
+    does not hold up the exit: asyncio.run waits for its executor's threads, never for
+    a daemon thread."""
+    outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        # Running from here on: cancelling the awaiting task can no longer cancel
+        # `outcome`, so setting it below cannot fail.
+        outcome.set_running_or_notify_cancel()
+        try:
+            outcome.set_result(work())
+        except Exception as error:
+            outcome.set_exception(error)
+
+    threading.Thread(target=run, name="codewhale-terminal", daemon=True).start()
+    return await asyncio.wrap_future(outcome)
+
+
+def approval_question(request: events.ApprovalRequested) -> str:
+    # The summary comes from the model: no escape sequences reach the terminal.
+    return (
+        f"\n{clean_text(request.requester)} wants to run {request.tool}: "
+        f"{clean_text(request.summary)}\nAllow? [y]es / [a]lways / [N]o: "
+    )
+
+
+def decision_from_answer(answer: str) -> str:
+    """Anything but yes or always denies, the end of input included."""
+    choices = {"y": "approve", "yes": "approve", "a": "approve_always", "always": "approve_always"}
+    return choices.get(answer.strip().lower(), "deny")
+
+
+async def ask_approval(terminal: Terminal, request: events.ApprovalRequested) -> str:
+    answer = await in_daemon_thread(lambda: terminal.ask(approval_question(request)))
+    return decision_from_answer(answer)
+
+
 class ApprovalPolicy:
     """Resolves approval requests for a run with no UI: auto, deny, or ask on the terminal."""
 
-    def __init__(self, policy: str) -> None:
+    def __init__(self, policy: str, terminal: Terminal | None) -> None:
         self.policy = policy
+        self.terminal = terminal
+        # Children ask in parallel; one question at a time keeps their prompts apart.
+        self._one_question_at_a_time = asyncio.Lock()
+        self._asking: set[asyncio.Task[None]] = set()
 
     def __call__(self, request: events.ApprovalRequested) -> None:
         if self.policy == "auto":
             request.resolve("approve")
-        elif self.policy == "ask" and sys.stdin.isatty():
-            request.resolve(_ask_on_terminal(request))
+        elif self.policy == "ask" and self.terminal is not None:
+            # Events are emitted on the loop, which must keep running while a person thinks.
+            task = asyncio.get_running_loop().create_task(self._ask(self.terminal, request))
+            self._asking.add(task)  # a task nobody references may be collected mid-question
+            task.add_done_callback(self._asking.discard)
         else:
             request.resolve("deny")
 
+    async def _ask(self, terminal: Terminal, request: events.ApprovalRequested) -> None:
+        async with self._one_question_at_a_time:
+            request.resolve(await ask_approval(terminal, request))
 
-def _ask_on_terminal(request: events.ApprovalRequested) -> str:
-    print(f"\n{request.requester} wants to run {request.tool}: {request.summary}", file=sys.stderr)
-    answer = input("Allow? [y]es / [a]lways / [N]o: ").strip().lower()
-    return {"y": "approve", "yes": "approve", "a": "approve_always"}.get(answer, "deny")
+
+# -- output -----------------------------------------------------------------------------------
 
 
 class Printer:
@@ -55,8 +159,7 @@ class Printer:
 
     def __call__(self, event: events.Event) -> None:
         if self.as_json:
-            self.out.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
-            self.out.flush()
+            self._write_json(event.to_dict())
             return
         if isinstance(event, events.ToolCallStarted):
             self.err.write(f"· {event.name} {clean_text(event.summary)[:120]}\n")
@@ -70,38 +173,118 @@ class Printer:
         elif isinstance(event, events.TurnComplete) and event.final_text:
             self.out.write(clean_text(event.final_text).rstrip() + "\n")
 
+    def begin(self, session: dict[str, Any]) -> None:
+        """The session record opens the JSON stream; a person has nothing to see yet."""
+        if self.as_json:
+            self._write_json(session)
+
+    def end(self, result: dict[str, Any]) -> None:
+        """The result record closes the JSON stream; a person gets the id to resume with."""
+        if self.as_json:
+            self._write_json(result)
+        else:
+            self.err.write(f"session: {result['session_id']}\n")
+
+    def _write_json(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+
+def session_record(runtime: Runtime, resumed: bool) -> dict[str, Any]:
+    return {
+        "type": "session",
+        "ts": time.time(),
+        "schema_version": SCHEMA_VERSION,
+        "session_id": runtime.info.id,
+        "workspace": str(runtime.workspace),
+        "model": runtime.model,
+        "mode": runtime.mode.value,
+        "resumed": resumed,
+    }
+
+
+def children_counts(children: Iterable[events.AgentSnapshot]) -> dict[str, int]:
+    counts = dict.fromkeys(("total", *CHILD_OUTCOMES, "running"), 0)
+    for child in children:
+        counts["total"] += 1
+        counts[child.status if child.status in CHILD_OUTCOMES else "running"] += 1
+    return counts
+
+
+def result_record(
+    runtime: Runtime,
+    turn: TurnResult,
+    children: Iterable[events.AgentSnapshot],
+    duration_ms: int,
+) -> dict[str, Any]:
+    usage = runtime.usage
+    return {
+        "type": "result",
+        "ts": time.time(),
+        "schema_version": SCHEMA_VERSION,
+        "status": RESULT_STATUS.get(turn.status, "error"),
+        "final_text": turn.final_text,
+        "usage": {
+            "input": usage.input_tokens,
+            "output": usage.output_tokens,
+            "cache_hit": usage.cache_hit_tokens,
+            "cache_miss": usage.cache_miss_tokens,
+        },
+        "cost_usd": runtime.cost_usd,
+        "duration_ms": duration_ms,
+        "session_id": runtime.info.id,
+        "children": children_counts(children),
+    }
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def usage_error(message: str) -> int:
+    print(f"codewhale exec: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
 
 def run_exec(args: argparse.Namespace) -> int:
+    terminal = None
+    if args.approve == "ask":
+        # Checked before anything else: finding out at the first approval would be too
+        # late, with the model already paid for and the work half done.
+        try:
+            terminal = Terminal.open()
+        except OSError:
+            return usage_error(NEEDS_TERMINAL)
+    if args.max_steps is not None and args.max_steps < 1:
+        return usage_error("--max-steps must be at least 1")
     prompt = read_prompt(args.prompt, sys.stdin)
     if not prompt.strip():
-        print("codewhale exec: the prompt is empty", file=sys.stderr)
-        return EXIT_USAGE
-    if args.max_steps is not None and args.max_steps < 1:
-        print("codewhale exec: --max-steps must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("the prompt is empty")
     try:
-        return asyncio.run(_run(args, prompt))
+        return asyncio.run(_run(args, prompt, terminal))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 
 
-async def _run(args: argparse.Namespace, prompt: str) -> int:
+async def _run(args: argparse.Namespace, prompt: str, terminal: Terminal | None) -> int:
+    started = time.monotonic()
     printer = Printer(args.json, sys.stdout, sys.stderr)
-    approvals = ApprovalPolicy(args.approve)
+    approvals = ApprovalPolicy(args.approve, terminal)
 
     def handle(event: events.Event) -> None:
         if isinstance(event, events.ApprovalRequested):
             approvals(event)
         printer(event)
 
+    resume = getattr(args, "resume", None)
+    continue_latest = getattr(args, "continue_latest", False)
     try:
         runtime = open_runtime(
             workspace=args.workspace_path,
             overrides=args.overrides,
             mode=Mode(args.mode) if args.mode else Mode.AGENT,
             emit=handle,
-            resume=getattr(args, "resume", None),
-            continue_latest=getattr(args, "continue_latest", False),
+            resume=resume,
+            continue_latest=continue_latest,
             max_steps=args.max_steps,
         )
     except (ConfigError, RuntimeSetupError) as error:
@@ -109,15 +292,21 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
         return EXIT_USAGE
     for warning in runtime.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    printer.begin(session_record(runtime, resumed=bool(resume or continue_latest)))
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, runtime.cancel_turn)
     try:
-        result = await runtime.submit(prompt)
+        turn = await runtime.submit(prompt)
+        # Counted as the turn ended: closing then stops the children still running.
+        children = runtime.agents()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await runtime.close()
-    if result.status == "completed":
+    # After close, so nothing it reports (children it stopped) comes after the result.
+    duration_ms = round((time.monotonic() - started) * 1000)
+    printer.end(result_record(runtime, turn, children, duration_ms))
+    if turn.status == "completed":
         return EXIT_OK
-    if result.status == "interrupted":
+    if turn.status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_FAILED

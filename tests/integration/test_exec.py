@@ -164,7 +164,7 @@ def test_json_output_is_one_event_per_line(llm, run_exec):
     assert result.returncode == 0
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     types = [event["type"] for event in lines]
-    assert types[0] == "turn_started" and types[-1] == "turn_complete"
+    assert types[:2] == ["session", "turn_started"] and types[-2:] == ["turn_complete", "result"]
     assert types.count("assistant_delta") == 2
     assert all("ts" in event for event in lines)
 
@@ -236,8 +236,9 @@ def test_sigint_interrupts_the_turn_and_exits_130(llm, run_exec, workspace, tmp_
             process.kill()
     assert process.returncode == 130
     assert time.monotonic() - started < 5
-    last = json.loads(rest.strip().splitlines()[-1])
+    *_, last, result = [json.loads(line) for line in rest.strip().splitlines()]
     assert last["type"] == "turn_complete" and last["status"] == "interrupted"
+    assert result["type"] == "result" and result["status"] == "interrupted"
 
 
 def test_resume_by_id(llm, run_exec):
@@ -252,8 +253,10 @@ def test_resume_by_id(llm, run_exec):
 
 
 def test_approve_ask_prompts_on_a_terminal(llm, run_exec, workspace):
+    import fcntl
     import pty
     import select
+    import termios
     import time
 
     llm.enqueue(
@@ -278,6 +281,9 @@ def test_approve_ask_prompts_on_a_terminal(llm, run_exec, workspace):
         stdout=terminal,
         stderr=terminal,
         env=env,
+        # The question goes to /dev/tty: make the pty the child's controlling terminal.
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
     )
     os.close(terminal)
     seen = b""
@@ -403,8 +409,8 @@ def test_exec_waits_for_children_and_prints_their_events(llm, run_exec):
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["envelope"]["kind"] for e in lines if e["type"] == "agent_event"]
     assert kinds[0] == "queued" and "started" in kinds and kinds[-1] == "completed"
-    assert lines[-1]["type"] == "turn_complete"
-    assert lines[-1]["final_text"] == "the child reported back"
+    assert lines[-2]["type"] == "turn_complete"
+    assert lines[-2]["final_text"] == "the child reported back"
 
 
 @pytest.mark.slow
@@ -465,7 +471,7 @@ def test_sigkill_then_continue_resumes_the_interrupted_child(llm, run_exec, work
     assert (
         "subagent_completion" in parent[1][-1]["content"] and agent_id in parent[1][-1]["content"]
     )
-    final = [json.loads(line) for line in result.stdout.splitlines()][-1]
+    final = [json.loads(line) for line in result.stdout.splitlines()][-2]
     assert final["type"] == "turn_complete" and final["status"] == "completed"
     records = json.loads((workspace / ".codewhale" / "state" / "subagents.v1.json").read_text())
     assert [a["status"] for a in records["agents"]] == ["completed"]
