@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ class FileSearch(Tool):
     name = "file_search"
     description = (
         "Find files by fuzzy name match (e.g. 'cfgldr' finds config_loader.py). "
-        "Respects .gitignore."
+        "Lists the files git would: .gitignore respected, hidden files included."
     )
     parameters = {
         "type": "object",
@@ -99,7 +100,8 @@ def _globs(value: Any) -> list[str]:
 class GrepFiles(Tool):
     name = "grep_files"
     description = (
-        "Search file contents with a regular expression (ripgrep syntax). Respects .gitignore. "
+        "Search file contents with a regular expression (ripgrep syntax). Searches the files "
+        "git would list: .gitignore respected, hidden files included. "
         "Returns path:line: text, with optional context lines."
     )
     parameters = {
@@ -197,15 +199,25 @@ def _hard_linked(path: Path) -> bool:
         return True  # gone or unreadable now: nothing proves it single-linked
 
 
-async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> _Found:
+def ripgrep_file_selection(include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[str]:
+    """ripgrep options that pick the files git lists, narrowed by include/exclude globs."""
     # --no-require-git: honour .gitignore even when the workspace is not a git repo.
-    command = [binary, "--json", "--no-config", "--no-require-git", "-C", str(options.context)]
+    # --hidden: git lists dotfiles (.github/workflows/*); --no-ignore-dot: git knows
+    # nothing of .ignore and .rgignore files.
+    selection = ["--no-require-git", "--hidden", "--no-ignore-dot"]
+    for glob in include:
+        selection += ["-g", glob]
+    for glob in exclude:
+        selection += ["-g", f"!{glob}"]
+    # Last, since a later glob wins: no include glob brings .git back.
+    return [*selection, "-g", "!.git"]
+
+
+async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> _Found:
+    command = [binary, "--json", "--no-config", "-C", str(options.context)]
     command += ["-i"] if options.ignore_case else []
     command += ["-F"] if options.fixed else []
-    for glob in options.include:
-        command += ["-g", glob]
-    for glob in options.exclude:
-        command += ["-g", f"!{glob}"]
+    command += ripgrep_file_selection(options.include, options.exclude)
     command += ["-e", options.pattern, "--", str(target)]
     process = await asyncio.create_subprocess_exec(
         *command,

@@ -286,5 +286,6 @@ def test_exec_json_never_repeats_deltas_after_a_reset_mid_stream(llm, tmp_path):
     llm.enqueue(Reply(text=ANSWER, fault=Fault.cut(after_chunks=2)), Reply(text=ANSWER))
     lines = run_exec_json(llm, tmp_path, "count")
     assert [line["text"] for line in lines if line["type"] == "assistant_delta"] == ["one ", "two "]
-    assert lines[-1]["type"] == "turn_complete" and lines[-1]["status"] == "failed"
+    assert lines[-2]["type"] == "turn_complete" and lines[-2]["status"] == "failed"
+    assert lines[-1]["type"] == "result" and lines[-1]["status"] == "error"
     assert len(llm.requests) == 1
