@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import sys
 import pytest
 
 from tests.support.llm_server import Fault, LoopbackLLM, Reply, ToolCallSpec
-from tests.support.settings import TEST_KEY
+from tests.support.settings import TEST_KEY, app_environment
 
 # 100 kills in all, in batches that xdist can spread over its workers.
 BATCHES = 4
@@ -47,15 +46,10 @@ def kill_when_announced(workspace, home) -> tuple[list[str], list[str]]:
         process.send_signal(signal.SIGKILL)
         return Reply(fault=Fault.stall(seconds=5))
 
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
     with LoopbackLLM() as llm:
         llm.route(is_child, respond=lambda body: Reply(fault=Fault.stall(seconds=5)))
         llm.respond = respond
-        env.update(
+        env = app_environment(
             CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url, DEEPSEEK_API_KEY=TEST_KEY
         )
         process = subprocess.Popen(

@@ -27,7 +27,7 @@ import pytest
 from codewhale.headless import NEEDS_TERMINAL, ApprovalPolicy, Terminal
 from codewhale.runtime import events
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
-from tests.support.settings import TEST_KEY
+from tests.support.settings import TEST_KEY, app_environment
 
 USAGE = {
     "prompt_tokens": 1000,
@@ -35,7 +35,6 @@ USAGE = {
     "prompt_cache_hit_tokens": 600,
     "prompt_cache_miss_tokens": 400,
 }
-REPORT = "SUMMARY: read it\nCHANGES: None.\nEVIDENCE:\n- calc.py:1\nRISKS: none\nBLOCKERS: None."
 
 
 @pytest.fixture
@@ -48,17 +47,11 @@ def workspace(tmp_path) -> Path:
 
 @pytest.fixture
 def exec_env(llm, tmp_path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env.update(
+    return app_environment(
         CODEWHALE_HOME=str(tmp_path / "home"),
         CODEWHALE_BASE_URL=llm.base_url,
         DEEPSEEK_API_KEY=TEST_KEY,
     )
-    return env
 
 
 @pytest.fixture
@@ -213,33 +206,6 @@ def test_interrupt_ends_with_an_interrupted_result(llm, exec_command, exec_env):
     assert result["type"] == "result" and result["status"] == "interrupted"
 
 
-def test_children_are_counted_by_status(llm, run_exec):
-    llm.route(
-        lambda body: any("Task:\nlook at calc" in str(m.get("content")) for m in body["messages"]),
-        # Reports after the parent's second request, so that one waits for it.
-        Reply(text=REPORT, request_delay=0.3),
-    )
-    llm.enqueue(
-        Reply(
-            tool_calls=[ToolCallSpec("agent_open", {"prompt": "look at calc", "type": "explore"})]
-        ),
-        Reply(text="child is working"),
-        Reply(text="the child reported back"),
-    )
-    result = run_exec("--json", "delegate")
-    assert result.returncode == 0, result.stderr
-    final = records(result.stdout)[-1]
-    assert final["final_text"] == "the child reported back"
-    assert final["children"] == {
-        "total": 1,
-        "completed": 1,
-        "failed": 0,
-        "cancelled": 0,
-        "interrupted": 0,
-        "running": 0,
-    }
-
-
 def test_plain_output_is_the_answer_and_the_session_id_goes_to_stderr(llm, run_exec, exec_env):
     llm.enqueue(Reply(text="the answer"))
     result = run_exec("hi")
@@ -270,26 +236,36 @@ def test_approve_ask_without_a_terminal_fails_before_any_request(llm, exec_comma
     assert llm.requests == []
 
 
-def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_command, exec_env):
-    llm.enqueue(
-        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]),
-        Reply(text="made it"),
-    )
+def start_on_a_terminal(command: list[str], env: dict[str, str]):
+    """Start `command` with a new pty as its controlling terminal (its /dev/tty), while
+    stdin, stdout and stderr go elsewhere: a question can only come from /dev/tty.
+
+    Returns the process and the pty's controller end, which the caller closes.
+    """
     controller, terminal = pty.openpty()
-    # The pty becomes the child's controlling terminal, its /dev/tty, while stdin,
-    # stdout and stderr go elsewhere: the question can only come from /dev/tty.
     process = subprocess.Popen(
-        [*exec_command, "--approve", "ask", "--json", "make a file"],
+        command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=exec_env,
+        env=env,
         start_new_session=True,
         pass_fds=(terminal,),
         preexec_fn=lambda: fcntl.ioctl(terminal, termios.TIOCSCTTY, 0),
     )
     os.close(terminal)
+    return process, controller
+
+
+def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_command, exec_env):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]),
+        Reply(text="made it"),
+    )
+    process, controller = start_on_a_terminal(
+        [*exec_command, "--approve", "ask", "--json", "make a file"], exec_env
+    )
     try:
         seen = read_until(controller, b"Allow?", within=20)
         assert b"exec_shell: touch asked.txt" in seen
@@ -311,19 +287,9 @@ def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_comman
 
 def test_ctrl_c_while_the_question_waits_ends_the_run(llm, exec_command, exec_env):
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]))
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [*exec_command, "--approve", "ask", "--json", "make a file"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=exec_env,
-        start_new_session=True,
-        pass_fds=(terminal,),
-        preexec_fn=lambda: fcntl.ioctl(terminal, termios.TIOCSCTTY, 0),
+    process, controller = start_on_a_terminal(
+        [*exec_command, "--approve", "ask", "--json", "make a file"], exec_env
     )
-    os.close(terminal)
     try:
         read_until(controller, b"Allow?", within=20)
         started = time.monotonic()

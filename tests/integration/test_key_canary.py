@@ -9,7 +9,6 @@ file we write. Unsandboxed (the control), the same run leaks it.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from codewhale.sandbox import sandbox_status
 from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.settings import app_environment
 from tests.support.subagents import REPORT, for_task
 
 SANDBOX = sandbox_status()
@@ -62,13 +62,10 @@ def run_exec(llm, tmp_path: Path, *, sandbox: bool) -> tuple[subprocess.Complete
         (home / "config" / "config.toml").write_text("[sandbox]\nenabled = false\n")
     # The key first: /proc/<pid>/environ keeps this order, and a long tool output reaches
     # the model as its head, so the unsandboxed control leaks on any machine.
-    env = {"DEEPSEEK_API_KEY": CANARY}
-    env.update(
-        (key, value)
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    )
-    env.update(CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url)
+    env = {
+        "DEEPSEEK_API_KEY": CANARY,
+        **app_environment(CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url),
+    }
     command = [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace)]
     done = subprocess.run(
         [*command, "--json", "--approve", "auto", "find the key"],

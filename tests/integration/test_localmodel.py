@@ -24,6 +24,7 @@ from codewhale.providers.local_server import process_exited
 from codewhale.providers.types import StreamFinished, TextDelta
 from codewhale.runtime import open_runtime
 from tests.support.local_model import local_settings, make_server, running_server
+from tests.support.settings import app_environment
 
 pytestmark = [pytest.mark.localmodel, pytest.mark.slow, pytest.mark.xdist_group("localmodel")]
 
@@ -209,12 +210,7 @@ def test_the_server_exits_when_codewhale_is_killed(tmp_path):
 def test_codewhale_exec_answers_on_the_offline_model_with_no_key(tmp_path):
     workspace = tmp_path / "repo"
     workspace.mkdir()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env["CODEWHALE_HOME"] = str(tmp_path / "home")
+    env = app_environment(CODEWHALE_HOME=str(tmp_path / "home"))
     result = subprocess.run(
         [sys.executable, "-m", "codewhale", "exec", "--json", "Say hello to me."],
         cwd=workspace,

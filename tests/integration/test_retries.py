@@ -7,7 +7,6 @@ anywhere between the engine and the wire would show up as extra requests.
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import struct
@@ -23,7 +22,7 @@ from codewhale.engine import events
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
 from tests.support.llm_server import Fault, Reply
-from tests.support.settings import TEST_KEY
+from tests.support.settings import TEST_KEY, app_environment
 
 ANSWER = ["one ", "two ", "three"]
 
@@ -250,12 +249,7 @@ async def test_a_refused_connection_is_retried_by_the_same_count(make_session):
 
 
 def run_exec_json(llm, tmp_path, prompt: str) -> list[dict]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env.update(
+    env = app_environment(
         CODEWHALE_HOME=str(tmp_path / "home"),
         CODEWHALE_BASE_URL=llm.base_url,
         DEEPSEEK_API_KEY=TEST_KEY,

@@ -12,7 +12,7 @@ from codewhale.providers.client import ChatClient
 from codewhale.rlm.kernel import KernelLimits
 from codewhale.rlm.sessions import RlmError, RlmManager
 from tests.support.llm_server import Reply, ToolCallSpec
-from tests.support.settings import loopback_settings
+from tests.support.settings import app_environment, loopback_settings
 
 CONTEXT = "".join(f"line {i}: {'needle' if i % 10 == 0 else 'hay'}\n" for i in range(100))
 
@@ -149,7 +149,6 @@ async def test_unknown_sessions_and_duplicate_names(rlm):
 
 
 def test_the_rlm_lifecycle_through_codewhale_exec(llm, tmp_path):
-    import os
     import subprocess
     import sys
 
@@ -184,12 +183,7 @@ def test_the_rlm_lifecycle_through_codewhale_exec(llm, tmp_path):
         return Reply(text="There are 10 needles.")
 
     llm.respond = parent
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and not k.startswith(("CODEWHALE_", "DEEPSEEK_"))
-    }
-    env.update(
+    env = app_environment(
         CODEWHALE_HOME=str(tmp_path / "home"),
         CODEWHALE_BASE_URL=llm.base_url,
         DEEPSEEK_API_KEY=TEST_KEY,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -139,26 +138,6 @@ def outside_dir() -> Iterator[Path]:
     """A host directory outside the workspace and outside /tmp (private in the sandbox)."""
     with tempfile.TemporaryDirectory(dir="/var/tmp") as name:
         yield Path(name)
-
-
-@pytest.fixture
-def loopback_port() -> Iterator[int]:
-    """A TCP server on the host's 127.0.0.1 that accepts connections; yields its port."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                server.accept()[0].close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
 
 
 @pytest.mark.parametrize("opened", BOTH, indirect=True)

@@ -10,13 +10,11 @@ import asyncio
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -205,41 +203,18 @@ async def test_secrets_in_home_and_hide_paths_are_hidden(workspace, monkeypatch)
     assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY"
 
 
-@pytest.fixture
-def loopback_server() -> Iterator[int]:
-    """A TCP server on 127.0.0.1 that accepts and closes connections; yields its port."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except TimeoutError:
-                continue
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
-
-
 CONNECT = "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
 
 
 @pytest.mark.parametrize("authority", [READ_ONLY, TEST_ONLY], ids=["read-only", "test-only"])
-async def test_no_network_for_read_only_or_test_shells(workspace, loopback_server, authority):
+async def test_no_network_for_read_only_or_test_shells(workspace, loopback_port, authority):
     # --unshare-net gives the command its own loopback: the app's 127.0.0.1 is not it.
-    result = await run(context_for(workspace, authority), CONNECT.format(port=loopback_server))
+    result = await run(context_for(workspace, authority), CONNECT.format(port=loopback_port))
     assert not result.ok and "connected" not in result.output.replace("connect:", "")
 
 
-async def test_a_shell_that_may_run_anything_keeps_the_network(workspace, loopback_server):
-    result = await run(context_for(workspace), CONNECT.format(port=loopback_server))
+async def test_a_shell_that_may_run_anything_keeps_the_network(workspace, loopback_port):
+    result = await run(context_for(workspace), CONNECT.format(port=loopback_port))
     assert result.ok and result.output.splitlines()[-1] == "connected"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -26,3 +27,18 @@ def loopback_settings(base_url: str, **overrides: Any) -> ProviderSettings:
         retry_deadline_secs=10.0,
     )
     return replace(settings, **overrides)
+
+
+def app_environment(**values: str) -> dict[str, str]:
+    """This environment without any key or CodeWhale setting, plus `values`.
+
+    For a real `codewhale` process: what it sees of the provider is only what a test
+    sets, never the developer's own key or endpoint.
+    """
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
+    }
+    env.update(values)
+    return env

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
 
 import pytest
+
+from tests.support.settings import app_environment
 
 KEY = "sk-test-1234567890abcdef"
 
@@ -20,12 +21,7 @@ def run(tmp_path):
     workspace.mkdir()
 
     def run(*args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.endswith("_API_KEY") and not key.startswith(("CODEWHALE_", "DEEPSEEK_"))
-        }
-        env.update(CODEWHALE_HOME=str(home), DEEPSEEK_API_KEY=KEY, **extra_env)
+        env = app_environment(CODEWHALE_HOME=str(home), DEEPSEEK_API_KEY=KEY, **extra_env)
         return subprocess.run(
             [sys.executable, "-m", "codewhale", "-C", str(workspace), "config", *args],
             capture_output=True,
