@@ -217,19 +217,13 @@ def result_record(
     children: Iterable[events.AgentSnapshot],
     duration_ms: int,
 ) -> dict[str, Any]:
-    usage = runtime.usage
     return {
         "type": "result",
         "ts": time.time(),
         "schema_version": SCHEMA_VERSION,
         "status": RESULT_STATUS.get(turn.status, "error"),
         "final_text": turn.final_text,
-        "usage": {
-            "input": usage.input_tokens,
-            "output": usage.output_tokens,
-            "cache_hit": usage.cache_hit_tokens,
-            "cache_miss": usage.cache_miss_tokens,
-        },
+        "usage": runtime.usage.counts(),
         "cost_usd": runtime.cost_usd,
         "duration_ms": duration_ms,
         "session_id": runtime.info.id,

@@ -194,7 +194,7 @@ class Engine:
             events.TurnComplete(
                 status=result.status,
                 steps=result.steps,
-                usage=_usage_dict(result.usage),
+                usage=result.usage.counts(),
                 final_text=result.final_text,
             )
         )
@@ -411,12 +411,3 @@ def _retrying_event(notice: Retrying) -> events.Retrying:
         delay=notice.delay,
         reason=notice.reason,
     )
-
-
-def _usage_dict(usage: Usage) -> dict[str, int]:
-    return {
-        "input": usage.input_tokens,
-        "output": usage.output_tokens,
-        "cache_hit": usage.cache_hit_tokens,
-        "cache_miss": usage.cache_miss_tokens,
-    }

@@ -21,6 +21,15 @@ class Usage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def counts(self) -> dict[str, int]:
+        """The four counts reports show (events, exec's result record, rlm_close)."""
+        return {
+            "input": self.input_tokens,
+            "output": self.output_tokens,
+            "cache_hit": self.cache_hit_tokens,
+            "cache_miss": self.cache_miss_tokens,
+        }
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,

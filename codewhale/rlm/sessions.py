@@ -215,12 +215,7 @@ class RlmManager:
             "rpc_count": session.kernel.rpc_count,
             "total_duration_ms": session.total_duration_ms,
             "finals": session.finals,
-            "usage": {
-                "input": session.usage.input_tokens,
-                "output": session.usage.output_tokens,
-                "cache_hit": session.usage.cache_hit_tokens,
-                "cache_miss": session.usage.cache_miss_tokens,
-            },
+            "usage": session.usage.counts(),
         }
 
     async def close_all(self) -> None:

@@ -19,7 +19,6 @@ from codewhale.providers.local_server import LocalServer
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
-from codewhale.sandbox import sandbox_status
 from codewhale.sessions.store import SessionInfo, SessionWriter
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
@@ -56,7 +55,7 @@ class Runtime:
     @property
     def sandboxed(self) -> bool:
         """Whether shell commands and RLM code run in the OS sandbox."""
-        return sandbox_status(self.loaded.config.sandbox.enabled).available
+        return self.rlm.sandboxed
 
     @property
     def mode(self) -> Mode:
