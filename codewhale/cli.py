@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exec_parser.add_argument("--max-steps", type=int, help="model requests allowed per turn")
 
-    agents = commands.add_parser("agents", help="inspect sub-agent records of a workspace")
+    agents = commands.add_parser(
+        "agents", help="inspect sub-agent records and agent types of a workspace"
+    )
     agents_commands = agents.add_subparsers(dest="agents_command", metavar="ACTION")
     agents_list = agents_commands.add_parser("list", help="sub-agents of the latest session")
     agents_list.add_argument("--all", action="store_true", help="include earlier sessions")
@@ -84,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     agents_show.add_argument("agent_id", help="agent id or name")
     agents_show.add_argument("--json", action="store_true", help="machine-readable output")
     _add_override_flags(agents_show)
+    agents_types = agents_commands.add_parser(
+        "types", help="roles and agent definitions, with their source, model, tools and problems"
+    )
+    agents_types.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_override_flags(agents_types)
 
     sessions = commands.add_parser("sessions", help="list saved conversations")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")

@@ -49,6 +49,28 @@ def user_agents_dir(dirs: UserDirs) -> Path:
     return dirs.config_dir / "agents"
 
 
+def claude_home(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's per-user directory, whose agents and CLAUDE.md we read.
+
+    `~/.claude`, or where CLAUDE_CONFIG_DIR points, as Claude Code itself reads it.
+    """
+    env = os.environ if env is None else env
+    if relocated := env.get("CLAUDE_CONFIG_DIR", "").strip():
+        return Path(relocated).expanduser()
+    return Path(env.get("HOME") or Path.home()) / ".claude"
+
+
+def agent_definition_dirs(workspace: Path, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where agent definition files live, strongest first (spec §1.1)."""
+    paths = WorkspacePaths(workspace)
+    return [
+        paths.agents_dir,
+        paths.root / ".claude" / "agents",
+        user_agents_dir(user_dirs(env)),
+        claude_home(env) / "agents",
+    ]
+
+
 @dataclass(frozen=True)
 class WorkspacePaths:
     """Locations inside one workspace's `.codewhale/` directory."""

@@ -19,4 +19,6 @@ def isolated_home(tmp_path_factory, monkeypatch):
         if name.startswith(("CODEWHALE_", "DEEPSEEK_")) or name.endswith(_PROVIDER_ENV_SUFFIXES):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CODEWHALE_HOME", str(home))
+    # The developer's own Claude Code agents and CLAUDE.md stay out of every test.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
     return home

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from codewhale.paths import user_dirs
+from codewhale.paths import claude_home, user_dirs
 
 FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
 MAX_FILE_CHARS = 20_000
@@ -24,8 +24,7 @@ MAX_TOTAL_CHARS = 40_000
 def instruction_files(directory: Path, env: Mapping[str, str] | None = None) -> list[Path]:
     """The instruction files for an agent working in `directory`, most general first."""
     env = os.environ if env is None else env
-    home = Path(env.get("HOME") or Path.home())
-    candidates = [user_dirs(env).config_dir / "AGENTS.md", home / ".claude" / "CLAUDE.md"]
+    candidates = [user_dirs(env).config_dir / "AGENTS.md", claude_home(env) / "CLAUDE.md"]
     for folder in _root_down_to(directory.resolve()):
         candidates += [folder / name for name in FILE_NAMES]
     found: list[Path] = []

@@ -15,7 +15,7 @@ from codewhale.engine import events
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
-from codewhale.paths import WorkspacePaths, memory_file, user_agents_dir, user_dirs
+from codewhale.paths import agent_definition_dirs, memory_file, user_dirs
 from codewhale.permissions import Mode, ModeSwitch
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
@@ -31,6 +31,7 @@ from codewhale.sessions.store import SessionError, SessionInfo, SessionStore
 from codewhale.subagents.child import Opener
 from codewhale.subagents.definitions import load_definitions
 from codewhale.subagents.manager import SubAgentManager
+from codewhale.subagents.roles import served_tools
 from codewhale.subagents.tools import agent_tools
 from codewhale.tools.base import ToolContext
 from codewhale.tools.registry import ToolRegistry, default_tools
@@ -111,11 +112,9 @@ def open_runtime(
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
     builtin_tools = default_tools(sandbox)
     definitions = load_definitions(
-        WorkspacePaths(workspace).agents_dir,
-        user_agents_dir(dirs),
-        {tool.name for tool in builtin_tools},
+        agent_definition_dirs(workspace), served_tools(tool.name for tool in builtin_tools)
     )
-    warnings += [f"agent definition {error}" for error in definitions.errors]
+    warnings += definitions.warnings()
 
     def memory_text() -> str | None:
         if memory is None or not memory.is_file():

@@ -20,6 +20,7 @@ from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
 from codewhale.sessions.store import SessionInfo, SessionWriter
+from codewhale.subagents.catalog import TypeEntry
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
 from codewhale.subagents.spawn import SpawnError, validate_model
@@ -88,6 +89,10 @@ class Runtime:
 
     def agents(self) -> tuple[AgentSnapshot, ...]:
         return self.manager.snapshot()
+
+    def agent_types(self) -> list[TypeEntry]:
+        """Roles and agent definitions as `codewhale agents types` lists them."""
+        return self.manager.catalog.entries()
 
     # -- turns -----------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""`codewhale agents list|show`: read the state file without a running app."""
+"""`codewhale agents list|show|types`: records from the state file, types from the
+definition files, without a running app."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def visible_records(records: list[WorkerRecord], include_archived: bool) -> list
 
 
 def run_agents_command(args: argparse.Namespace) -> int:
+    if args.agents_command == "types":
+        return _types(args)
     store = SubagentStore(args.workspace_path)
     try:
         records = reconcile_dead_owners(store.load())
@@ -53,7 +56,10 @@ def run_agents_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else _describe(data))
         return 0
     if args.agents_command != "list":
-        print("usage: codewhale agents list [--all] [--json] | show ID [--json]", file=sys.stderr)
+        print(
+            "usage: codewhale agents list [--all] [--json] | show ID [--json] | types [--json]",
+            file=sys.stderr,
+        )
         return 2
     shown = visible_records(records, args.all)
     if args.json:
@@ -83,3 +89,32 @@ def _describe(data: dict[str, Any]) -> str:
     if data.get("result"):
         lines.append("\n" + clean_text(data["result"]))
     return "\n".join(lines)
+
+
+def _types(args: argparse.Namespace) -> int:
+    """Every agent type this workspace offers, as a session opened here would see them."""
+    from codewhale.config import ConfigError, load_config
+    from codewhale.paths import agent_definition_dirs
+    from codewhale.subagents.catalog import AgentCatalog, format_entries
+    from codewhale.subagents.definitions import load_definitions
+    from codewhale.subagents.roles import served_tools
+    from codewhale.tools.registry import default_tools
+
+    try:
+        loaded = load_config(workspace=args.workspace_path, overrides=args.overrides)
+    except ConfigError as error:
+        print(f"codewhale: config error: {error}", file=sys.stderr)
+        return 2
+    tools = default_tools(loaded.config.sandbox)
+    definitions = load_definitions(
+        agent_definition_dirs(args.workspace_path), served_tools(tool.name for tool in tools)
+    )
+    catalog = AgentCatalog(
+        definitions, tools, loaded.config.subagents, loaded.provider_settings().base_url
+    )
+    entries = catalog.entries()
+    if args.json:
+        print(json.dumps({"types": [e.to_json() for e in entries]}, indent=2, ensure_ascii=False))
+    else:
+        print(clean_text(format_entries(entries)))
+    return 0

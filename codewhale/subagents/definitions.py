@@ -1,38 +1,60 @@
-"""Agent definitions from Markdown files with YAML frontmatter (body = system prompt).
+"""Agent definitions: Markdown files with YAML frontmatter whose body is the system prompt.
 
-Scopes, strongest first: project `.codewhale/agents/`, user `<config dir>/agents/`,
-then the built-ins shipped in `codewhale/data/agents/`. A broken file is reported
-with its path and line; the other files still load.
+Locations, strongest first (spec §1.1): the project's `.codewhale/agents/` and
+`.claude/agents/`, the user's `<config dir>/agents/` and `~/.claude/agents/`, then
+the built-ins shipped in `codewhale/data/agents/`. A name in a stronger location
+shadows the same name in a weaker one. Claude Code files load unchanged: their
+tool names map to ours, model aliases defer to the configured model, and what we
+cannot honour is reported as a warning on the definition. A broken file is an
+error naming its path and line; the other files still load.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
+from codewhale.subagents.definition_tools import ToolListError, select_tools
+from codewhale.subagents.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
 from codewhale.subagents.roles import Role, lookup_role
 
 NAME_PATTERN = re.compile(r"^[a-z0-9-]+$")
-COLORS = frozenset(
-    ["red", "blue", "green", "yellow", "magenta", "cyan", "white", "orange", "purple"]
+BUILTIN = "built-in"
+FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "tools",
+        "disallowedTools",
+        "disallowed_tools",
+        "base_role",
+        "model",
+        "color",
+        "max_steps",
+    }
 )
-# Names used by other agent tools (Claude Code, Owlen) mapped to ours.
-TOOL_ALIASES = {
-    "read": "read_file",
-    "grep": "grep_files",
-    "glob": "file_search",
-    "ls": "list_dir",
-    "write": "write_file",
-    "edit": "edit_file",
-    "patch": "apply_patch",
-    "bash": "exec_shell",
-    "shell": "exec_shell",
-    "fetch": "fetch_url",
-    "webfetch": "fetch_url",
+# Colour names agent files use (Claude Code's palette among them) -> Rich colours.
+COLORS = {
+    "red": "red",
+    "blue": "blue",
+    "green": "green",
+    "yellow": "yellow",
+    "magenta": "magenta",
+    "cyan": "cyan",
+    "white": "white",
+    "purple": "purple",
+    "orange": "dark_orange",
+    "pink": "hot_pink",
+    "gray": "grey50",
+    "grey": "grey50",
 }
+# Claude Code's model aliases: they name Anthropic models, so here they mean "the
+# model configured for this role", as does any `claude-*` id off Anthropic's endpoint.
+CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
+INHERIT = frozenset({"", "inherit"})
 
 
 @dataclass(frozen=True)
@@ -41,11 +63,21 @@ class AgentDefinition:
     description: str
     prompt: str
     base_role: Role
-    tools: tuple[str, ...] | None  # None = the base role's posture decides
-    model: str | None
-    color: str | None
+    tools: tuple[str, ...] | None  # None = the base role's posture decides; () = no tools
+    model: str | None  # as written; None = inherit
+    color: str | None  # a Rich colour name
     max_steps: int | None
-    source: str
+    source: str  # the file's path, or "built-in"
+    warnings: tuple[str, ...] = ()
+
+    def model_for(self, base_url: str) -> str | None:
+        """The model this definition asks for on that endpoint; None defers to the config."""
+        model = self.model
+        if model is None or model.lower() in CLAUDE_MODEL_ALIASES:
+            return None
+        if model.lower().startswith("claude-") and "anthropic.com" not in base_url:
+            return None
+        return model
 
 
 @dataclass(frozen=True)
@@ -58,75 +90,6 @@ class DefinitionError:
         return f"{self.path}:{self.line}: {self.reason}"
 
 
-def _split_frontmatter(text: str) -> tuple[str, str, int]:
-    """(frontmatter, body, line where the body starts); ValueError without frontmatter."""
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
-        raise ValueError("missing YAML frontmatter (the file must start with a '---' line)")
-    for index, line in enumerate(lines[1:], start=1):
-        if line.strip() == "---":
-            return "\n".join(lines[1:index]), "\n".join(lines[index + 1 :]), index + 2
-    raise ValueError("the frontmatter is not closed with a '---' line")
-
-
-def parse_definition(text: str, source: str, known_tools: set[str]) -> AgentDefinition:
-    """One definition; raises DefinitionParseError with a line number."""
-    import yaml
-
-    try:
-        front, body, _ = _split_frontmatter(text)
-    except ValueError as error:
-        raise DefinitionParseError(1, str(error)) from None
-    try:
-        meta = yaml.safe_load(front) or {}
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(error, "problem", error)
-        raise DefinitionParseError(line, f"invalid YAML: {problem}") from None
-    if not isinstance(meta, dict):
-        raise DefinitionParseError(2, "the frontmatter must be a mapping of fields")
-    line_of = _field_lines(front)
-    name = meta.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise DefinitionParseError(
-            line_of.get("name", 2), "'name' is required and must match [a-z0-9-]+"
-        )
-    description = meta.get("description")
-    if not isinstance(description, str) or not description.strip():
-        raise DefinitionParseError(line_of.get("description", 2), "'description' is required")
-    base_role = lookup_role(str(meta.get("base_role", "general")))
-    if base_role is None or base_role is Role.CUSTOM:
-        raise DefinitionParseError(
-            line_of.get("base_role", 2),
-            f"base_role must be one of general, explore, plan, review, implementer, verifier; "
-            f"got {meta.get('base_role')!r}",
-        )
-    tools = _tools(meta.get("tools"), known_tools, line_of.get("tools", 2))
-    color = meta.get("color")
-    if color is not None and (not isinstance(color, str) or color.lower() not in COLORS):
-        raise DefinitionParseError(line_of.get("color", 2), f"unknown color {color!r}")
-    max_steps = meta.get("max_steps")
-    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
-        raise DefinitionParseError(line_of.get("max_steps", 2), "max_steps must be >= 1")
-    model = meta.get("model")
-    if model in ("inherit", ""):
-        model = None
-    if not body.strip():
-        raise DefinitionParseError(1, "the body (the agent's system prompt) is empty")
-    return AgentDefinition(
-        name=name,
-        description=description.strip(),
-        prompt=body.strip(),
-        base_role=base_role,
-        tools=tools,
-        model=str(model) if model is not None else None,
-        color=color.lower() if isinstance(color, str) else None,
-        max_steps=max_steps,
-        source=source,
-    )
-
-
 class DefinitionParseError(ValueError):
     def __init__(self, line: int, reason: str) -> None:
         super().__init__(reason)
@@ -134,79 +97,187 @@ class DefinitionParseError(ValueError):
         self.reason = reason
 
 
-def _field_lines(front: str) -> dict[str, int]:
-    lines: dict[str, int] = {}
-    for number, line in enumerate(front.split("\n"), start=2):
-        if match := re.match(r"^([A-Za-z_]+)\s*:", line):
-            lines.setdefault(match.group(1), number)
-    return lines
+def parse_definition(text: str, source: str, known_tools: AbstractSet[str]) -> AgentDefinition:
+    """One definition; raises DefinitionParseError with a line number."""
+    try:
+        front = read_frontmatter(text, FIELDS)
+    except FrontmatterError as error:
+        raise DefinitionParseError(error.line, error.reason) from None
+    try:
+        return _definition(front, source, known_tools)
+    except DefinitionParseError:
+        if front.yaml_error is not None:  # the line-by-line reading guessed wrong
+            raise DefinitionParseError(front.yaml_error.line, front.yaml_error.reason) from None
+        raise
 
 
-def _tools(raw: Any, known: set[str], line: int) -> tuple[str, ...] | None:
+def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) -> AgentDefinition:
+    meta, warnings = front.fields, list(front.warnings)
+    name = meta.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise DefinitionParseError(
+            front.line_of("name"), "'name' is required and must match [a-z0-9-]+"
+        )
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise DefinitionParseError(front.line_of("description"), "'description' is required")
+    base_role = lookup_role(str(meta.get("base_role", "general")))
+    if base_role is None or base_role is Role.CUSTOM:
+        raise DefinitionParseError(
+            front.line_of("base_role"),
+            f"base_role must be one of general, explore, plan, review, implementer, verifier; "
+            f"got {meta.get('base_role')!r}",
+        )
+    max_steps = meta.get("max_steps")
+    if max_steps is not None and (
+        not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
+    ):
+        raise DefinitionParseError(front.line_of("max_steps"), "max_steps must be >= 1")
+    if not front.body.strip():
+        raise DefinitionParseError(1, "the body (the agent's system prompt) is empty")
+    try:
+        selection = select_tools(
+            meta.get("tools"),
+            meta.get("disallowedTools", meta.get("disallowed_tools")),
+            known_tools,
+        )
+    except ToolListError as error:
+        raise DefinitionParseError(front.line_of("tools"), f"tools {error}") from None
+    if selection.dropped:
+        left = "" if selection.names else "; it has no tools left"
+        warnings.append(f"tools not available here, dropped: {', '.join(selection.dropped)}{left}")
+    model = _model(meta.get("model"), warnings)
+    color = _color(meta.get("color"), warnings)
+    if unknown := sorted(str(key) for key in meta if key not in FIELDS):
+        warnings.append(f"fields CodeWhale does not use, ignored: {', '.join(unknown)}")
+    return AgentDefinition(
+        name=name,
+        description=description.strip(),
+        prompt=front.body.strip(),
+        base_role=base_role,
+        tools=selection.names,
+        model=model,
+        color=color,
+        max_steps=max_steps,
+        source=source,
+        warnings=tuple(warnings),
+    )
+
+
+def _model(raw: object, warnings: list[str]) -> str | None:
+    if raw is None or str(raw).strip().lower() in INHERIT:
+        return None
+    model = str(raw).strip()
+    if model.lower() in CLAUDE_MODEL_ALIASES:
+        warnings.append(
+            f"model '{model}' is a Claude Code alias: the model configured for its role is used"
+        )
+    elif model.lower().startswith("claude-"):
+        warnings.append(
+            f"model '{model}' is used only on Anthropic's endpoint; elsewhere the model "
+            "configured for its role"
+        )
+    return model
+
+
+def _color(raw: object, warnings: list[str]) -> str | None:
     if raw is None:
         return None
-    if isinstance(raw, str):
-        raw = [part for part in re.split(r"[,\s]+", raw) if part]
-    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise DefinitionParseError(line, "tools must be a list or a comma-separated string")
-    names = []
-    for item in raw:
-        name = TOOL_ALIASES.get(item.strip().lower(), item.strip())
-        if name not in known:
-            raise DefinitionParseError(line, f"unknown tool '{item}'")
-        if name not in names:
-            names.append(name)
-    return tuple(names)
+    color = COLORS.get(str(raw).strip().lower())
+    if color is None:
+        warnings.append(f"unknown color {raw!r} (use one of {', '.join(COLORS)}); role colour used")
+    return color
 
 
 @dataclass
 class DefinitionSet:
     definitions: dict[str, AgentDefinition]
-    errors: list[DefinitionError]
+    errors: list[DefinitionError] = field(default_factory=list)
+    # Definitions a same-named one in a stronger location replaced: listed, never used.
+    shadowed: list[AgentDefinition] = field(default_factory=list)
 
     def names(self) -> list[str]:
         return sorted(self.definitions)
 
+    def warnings(self) -> list[str]:
+        """One line per problem worth telling the user at start: errors, then warnings."""
+        lines = [f"agent definition {error}" for error in self.errors]
+        for definition in self.definitions.values():
+            lines += [
+                f"agent '{definition.name}' ({definition.source}): {warning}"
+                for warning in definition.warnings
+            ]
+        return lines
+
 
 def load_definitions(
-    project_dir: Path | None, user_dir: Path | None, known_tools: set[str]
+    directories: list[Path], known_tools: AbstractSet[str], *, builtins: bool = True
 ) -> DefinitionSet:
-    """All definitions; a name in a stronger scope replaces the same name in a weaker one."""
-    definitions: dict[str, AgentDefinition] = {}
-    errors: list[DefinitionError] = []
-    scopes: list[list[tuple[str, str]]] = [_builtin_files()]
-    for directory in (user_dir, project_dir):
-        if directory is not None and directory.is_dir():
-            scopes.append(
-                [(str(p), p.read_text("utf-8", "replace")) for p in sorted(directory.rglob("*.md"))]
-            )
-    for files in scopes:  # weakest first, so stronger scopes overwrite
-        seen: dict[str, str] = {}
-        for source, text in files:
-            try:
-                definition = parse_definition(text, source, known_tools)
-            except DefinitionParseError as error:
-                errors.append(DefinitionError(source, error.line, error.reason))
-                continue
-            if definition.name in seen:
-                errors.append(
-                    DefinitionError(
-                        source,
-                        _field_lines(_split_frontmatter(text)[0]).get("name", 2),
-                        f"duplicate agent name '{definition.name}' "
-                        f"(also in {seen[definition.name]})",
-                    )
+    """Every definition in `directories` (strongest first) and the built-ins after them."""
+    loaded = DefinitionSet({})
+    scopes = [_read_scope(directory, loaded.errors) for directory in directories]
+    if builtins:
+        scopes.append(_builtin_files())
+    for files in scopes:
+        for definition in _load_scope(files, known_tools, loaded.errors):
+            if definition.name not in loaded.definitions:
+                loaded.definitions[definition.name] = _with_clash_note(definition)
+            else:
+                loaded.shadowed.append(definition)
+    return loaded
+
+
+def _read_scope(directory: Path, errors: list[DefinitionError]) -> list[tuple[str, str]]:
+    """(path, text) of every `*.md` file below `directory`; unreadable ones become errors."""
+    if not directory.is_dir():
+        return []
+    files = []
+    for path in sorted(directory.rglob("*.md")):
+        try:
+            if path.is_file():
+                files.append((str(path), path.read_text("utf-8", "replace")))
+        except OSError as error:
+            errors.append(DefinitionError(str(path), 1, f"cannot read it: {error.strerror}"))
+    return files
+
+
+def _load_scope(
+    files: list[tuple[str, str]], known_tools: AbstractSet[str], errors: list[DefinitionError]
+) -> list[AgentDefinition]:
+    seen: dict[str, AgentDefinition] = {}
+    for source, text in files:
+        try:
+            definition = parse_definition(text, source, known_tools)
+        except DefinitionParseError as error:
+            errors.append(DefinitionError(source, error.line, error.reason))
+            continue
+        if definition.name in seen:
+            errors.append(
+                DefinitionError(
+                    source,
+                    read_frontmatter(text, FIELDS).line_of("name"),
+                    f"duplicate agent name '{definition.name}' "
+                    f"(also in {seen[definition.name].source})",
                 )
-                continue
-            seen[definition.name] = source
-            definitions[definition.name] = definition
-    return DefinitionSet(definitions, errors)
+            )
+            continue
+        seen[definition.name] = definition
+    return list(seen.values())
+
+
+def _with_clash_note(definition: AgentDefinition) -> AgentDefinition:
+    """A user's definition named like a role: say once which one each parameter means."""
+    role = lookup_role(definition.name)
+    if role is None or definition.source == BUILTIN:
+        return definition
+    note = (
+        f"the name '{definition.name}' is also a role name: type '{definition.name}' opens "
+        f"this definition, role '{definition.name}' the built-in {role.value} role"
+    )
+    return replace(definition, warnings=(*definition.warnings, note))
 
 
 def _builtin_files() -> list[tuple[str, str]]:
     folder = resources.files("codewhale.data").joinpath("agents")
-    return sorted(
-        (f"builtin:{entry.name}", entry.read_text("utf-8"))
-        for entry in folder.iterdir()
-        if entry.name.endswith(".md")
-    )
+    entries = sorted(folder.iterdir(), key=lambda entry: entry.name)
+    return [(BUILTIN, entry.read_text("utf-8")) for entry in entries if entry.name.endswith(".md")]

@@ -28,6 +28,7 @@ from codewhale.subagents import delivery
 from codewhale.subagents import events as agent_events
 from codewhale.subagents.admission import QUEUE_HEARTBEAT_SECS, QUEUED_TEXT, Admission
 from codewhale.subagents.builder import ChildBuilder
+from codewhale.subagents.catalog import AgentCatalog
 from codewhale.subagents.child import Child, Opener
 from codewhale.subagents.definitions import DefinitionSet
 from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_owners
@@ -35,7 +36,7 @@ from codewhale.subagents.liveness import LivenessMonitor, stall_message
 from codewhale.subagents.mailbox import Mailbox
 from codewhale.subagents.progress import ChildProgress
 from codewhale.subagents.records import AgentSnapshot, WorkerRecord, snapshot_of_record
-from codewhale.subagents.roles import AGENT_TOOLS
+from codewhale.subagents.roles import served_tools
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.runner import ChildRunner
 from codewhale.subagents.spawn import SpawnError, first_of, parse_spawn
@@ -87,10 +88,10 @@ class SubAgentManager:
         # The session's own conversation: the opener of top-level children.
         self.root = root
         self.session_id = session_id
+        tools = tools_factory()
         # What `allowed_tools` may name; the same for every child, so computed once.
-        self.known_tools = frozenset(
-            [*(tool.name for tool in tools_factory()), *sorted(AGENT_TOOLS)]
-        )
+        self.known_tools = served_tools(tool.name for tool in tools)
+        self.catalog = AgentCatalog(definitions, tools, config, settings.base_url)
         self.session_boot_id = "boot_" + secrets.token_hex(6)
         self.mailbox = Mailbox()
         self.mailbox.subscribe(emit)

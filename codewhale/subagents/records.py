@@ -90,6 +90,8 @@ class WorkerRecord:
     report: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
     allowed_tools: list[str] = field(default_factory=list)
+    # Its definition's colour for the Work sidebar (None: the role's colour).
+    color: str | None = None
     fork_context: bool = False
     max_depth: int = 0
     activity: str = ""
@@ -200,6 +202,7 @@ class AgentSnapshot:
     tokens: int
     terminal: bool
     model: str = ""
+    color: str | None = None
     # Interrupted with a checkpoint: `agent_eval {continue: true}` can run it on.
     continuable: bool = False
 
@@ -221,5 +224,6 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         tokens=usage.get("input", 0) + usage.get("output", 0),
         terminal=record.terminal,
         model=record.model,
+        color=record.color,
         continuable=record.status == "interrupted" and record.checkpoint is not None,
     )

@@ -29,7 +29,13 @@ ALIASES: dict[Role, tuple[str, ...]] = {
     Role.CUSTOM: (),
 }
 
-AGENT_TOOLS = frozenset({"agent_open", "agent_eval", "agent_close"})
+AGENT_TOOLS = frozenset({"agent_open", "agent_eval", "agent_close", "agent_types"})
+
+
+def served_tools(tool_names: Iterable[str]) -> frozenset[str]:
+    """Every tool name a child could be given: these tools and the agent tools."""
+    return frozenset(tool_names) | AGENT_TOOLS
+
 
 # (writes, plan artifacts, shell scope, description) per role; spec §1's table.
 _POSTURES: dict[Role, tuple[bool, bool, CommandClass | None, str]] = {
@@ -43,17 +49,24 @@ _POSTURES: dict[Role, tuple[bool, bool, CommandClass | None, str]] = {
 }
 
 
-def role_authority(role: Role, type_name: str, tools: Iterable[str] = ()) -> Authority:
-    """The ceiling a role imposes by itself (before its opener's authority narrows it)."""
+def role_authority(role: Role, type_name: str, tools: Iterable[str] | None = None) -> Authority:
+    """The ceiling a role imposes by itself (before its opener's authority narrows it).
+
+    `tools` None leaves the choice to the posture; an empty list allows no tool at all.
+    """
     writes, plan_artifacts, shell, description = _POSTURES[role]
-    listed = frozenset(tools)
     return Authority(
         writes=writes,
         plan_artifacts=plan_artifacts,
         shell=shell,
-        tools=listed or None,
+        tools=frozenset(tools) if tools is not None else None,
         label=f"the {type_name} role ({description})",
     )
+
+
+def posture_description(role: Role) -> str:
+    """What the role may do, in a few words ("read-only, no shell")."""
+    return _POSTURES[role][3]
 
 
 UI_COLORS = {

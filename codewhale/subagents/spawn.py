@@ -38,7 +38,8 @@ class SpawnRequest:
     role: Role
     definition: AgentDefinition | None
     name: str | None
-    allowed_tools: tuple[str, ...]
+    # None: the role's posture decides; () : no tools at all (a definition's `tools: []`).
+    allowed_tools: tuple[str, ...] | None
     model: str
     fork_context: bool
     max_depth: int
@@ -55,33 +56,39 @@ def first_of(arguments: Mapping[str, Any], *keys: str) -> Any:
 def resolve_type(
     arguments: Mapping[str, Any], definitions: DefinitionSet
 ) -> tuple[str, Role, AgentDefinition | None]:
-    """(type name, role, definition) from `type`/`role` and their aliases."""
+    """(type name, role, definition) from `type`/`role` and their aliases.
+
+    `type` names a definition first and a role otherwise, so a user's definition called
+    like a role is reachable; `role` always means the built-in role, so the role stays
+    reachable too. Given both, the definition's base role must be that role.
+    """
     type_raw = first_of(arguments, "type", "agent_type", "subagent_type", "subagent_name")
     role_raw = first_of(arguments, "role", "agent_role")
     names = definitions.names()
 
-    def resolve(raw: Any) -> tuple[str, Role, AgentDefinition | None]:
-        text = str(raw)
-        key = text.strip().lower()
-        definition = definitions.definitions.get(key)
-        # A definition may share a name with an alias (the built-in code-reviewer does) and
-        # is the more specific choice; canonical role names always mean the role.
-        if definition is not None and key not in {role.value for role in Role}:
+    def role_of(raw: Any) -> Role:
+        role = lookup_role(str(raw))
+        if role is None:
+            raise invalid_type_error(str(raw), names)
+        return role
+
+    def type_of(raw: Any) -> tuple[str, Role, AgentDefinition | None]:
+        definition = definitions.definitions.get(str(raw).strip().lower())
+        if definition is not None:
             return definition.name, definition.base_role, definition
-        role = lookup_role(text)
-        if role is not None:
-            return role.value, role, None
-        raise invalid_type_error(text, names)
+        role = role_of(raw)
+        return role.value, role, None
 
     try:
         if type_raw is None and role_raw is None:
             return Role.GENERAL.value, Role.GENERAL, None
-        if type_raw is not None and role_raw is not None:
-            first, second = resolve(type_raw), resolve(role_raw)
-            if first[1] != second[1]:
-                raise SpawnError("Conflicting type/agent_type and role/agent_role values")
-            return first if first[2] is not None else second
-        return resolve(type_raw if type_raw is not None else role_raw)
+        if type_raw is None:
+            role = role_of(role_raw)
+            return role.value, role, None
+        resolved = type_of(type_raw)
+        if role_raw is not None and role_of(role_raw) != resolved[1]:
+            raise SpawnError("Conflicting type/agent_type and role/agent_role values")
+        return resolved
     except RoleError as error:
         raise SpawnError(str(error)) from None
 
@@ -104,19 +111,19 @@ def clean_tool_list(raw: Any, known: AbstractSet[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def resolve_model(
-    explicit: str | None,
+def configured_model(
     role: Role,
     type_name: str,
     definition: AgentDefinition | None,
     config: SubagentsConfig,
-    parent_model: str,
-) -> str:
-    """explicit > role key > type key > default_model > parent model (spec §11)."""
-    if explicit:
-        return explicit
-    if definition is not None and definition.model:
-        return definition.model
+    base_url: str = "",
+) -> str | None:
+    """The definition's own model, else the config's choice for the role; None = the parent's.
+
+    A Claude model alias in a definition defers to the config (AgentDefinition.model_for).
+    """
+    if definition is not None and (own := definition.model_for(base_url)):
+        return own
     by_map = {lookup_role(key) or key: value for key, value in config.models.items()}
     candidates = [
         by_map.get(role),
@@ -124,7 +131,39 @@ def resolve_model(
         by_map.get(type_name.lower()),
         config.default_model,
     ]
-    return next((model for model in candidates if model), parent_model)
+    return next((model for model in candidates if model), None)
+
+
+def tool_limit(
+    allowed: tuple[str, ...], definition: AgentDefinition | None
+) -> tuple[str, ...] | None:
+    """The child's tool list: the model's `allowed_tools` within the definition's `tools`."""
+    if definition is None or definition.tools is None:
+        return allowed or None
+    if not allowed:
+        return definition.tools
+    outside = [name for name in allowed if name not in definition.tools]
+    if outside:
+        raise SpawnError(
+            f"allowed_tools may only narrow the '{definition.name}' agent's tools "
+            f"({', '.join(definition.tools) or 'none'}); not in it: {', '.join(outside)}"
+        )
+    return allowed
+
+
+def resolve_model(
+    explicit: str | None,
+    role: Role,
+    type_name: str,
+    definition: AgentDefinition | None,
+    config: SubagentsConfig,
+    parent_model: str,
+    base_url: str = "",
+) -> str:
+    """explicit > definition > role key > type key > default_model > parent (spec §11)."""
+    return (
+        explicit or configured_model(role, type_name, definition, config, base_url) or parent_model
+    )
 
 
 def validate_model(model: str, settings: ProviderSettings) -> None:
@@ -155,8 +194,7 @@ def parse_spawn(
     allowed = clean_tool_list(arguments.get("allowed_tools"), known_tools)
     if role is Role.CUSTOM and not allowed:
         raise SpawnError("Custom sub-agent requires a non-empty allowed_tools list")
-    if definition is not None and definition.tools is not None and not allowed:
-        allowed = definition.tools
+    tools = tool_limit(allowed, definition)
     max_depth = arguments.get("max_depth", 0)
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 3:
         raise SpawnError("max_depth must be between 0 and 3")
@@ -181,6 +219,7 @@ def parse_spawn(
         definition,
         config,
         settings.model,
+        settings.base_url,
     )
     validate_model(model, settings)
     description = arguments.get("description")
@@ -191,7 +230,7 @@ def parse_spawn(
         role=role,
         definition=definition,
         name=name,
-        allowed_tools=allowed,
+        allowed_tools=tools,
         model=model,
         fork_context=bool(fork),
         max_depth=max_depth,

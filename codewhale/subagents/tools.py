@@ -56,12 +56,10 @@ class AgentOpen(_AgentTool):
 
     @property
     def description(self) -> str:  # type: ignore[override]
-        definitions = self.manager.definitions.definitions.values()
-        custom = "".join(f"\n- {d.name}: {d.description}" for d in definitions)
         return (
             "Open a background sub-agent for a focused task; returns at once with its agent_id. "
             "Keep working: its completion arrives as a runtime event. Types: "
-            f"{role_help()}.{' Agent definitions:' + custom if custom else ''}"
+            f"{role_help()}.{self.manager.catalog.routing_text()}"
         )
 
     def summary(self, arguments: Mapping[str, Any]) -> str:
@@ -128,5 +126,33 @@ class AgentClose(_AgentTool):
             raise ToolError(str(error)) from None
 
 
+class AgentTypes(_AgentTool):
+    name = "agent_types"
+    sequential = False
+    description = (
+        "List the sub-agent types you can open (roles and agent definitions) with their "
+        "descriptions; with name, one type in full: description, base role, tools, model."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "one type to show in full"}},
+    }
+
+    def summary(self, arguments: Mapping[str, Any]) -> str:
+        return str(arguments.get("name") or "")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        name = arguments.get("name")
+        try:
+            return self.reply(self.manager.catalog.listing(str(name) if name else None))
+        except LookupError as error:
+            raise ToolError(str(error)) from None
+
+
 def agent_tools(manager: SubAgentManager, opener: Opener) -> list[Tool]:
-    return [AgentOpen(manager, opener), AgentEval(manager, opener), AgentClose(manager, opener)]
+    return [
+        AgentOpen(manager, opener),
+        AgentEval(manager, opener),
+        AgentClose(manager, opener),
+        AgentTypes(manager, opener),
+    ]

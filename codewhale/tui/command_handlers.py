@@ -16,6 +16,7 @@ from codewhale.runtime.slash_prompts import (
     rlm_prompt,
 )
 from codewhale.sessions.store import SessionStore
+from codewhale.subagents.catalog import format_entries
 from codewhale.tui.commands import CommandRegistry, SlashCommand
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ async def _agent(app: CodeWhaleApp, arguments: str) -> None:
     runtime = _runtime(app)
     if word == "list":
         await _agents(app, "")
+        return
+    if word == "types":
+        await app.transcript.notice(format_entries(runtime.agent_types()))
         return
     if word in ("show", "cancel", "continue"):
         try:
@@ -196,7 +200,7 @@ def build_registry() -> CommandRegistry:
         SlashCommand("help", "list commands and keys", _help, needs_session=False),
         SlashCommand(
             "agent",
-            "delegate a task to a sub-agent; or list, show ID, cancel ID, continue ID",
+            "delegate a task to a sub-agent; or list, types, show ID, cancel ID, continue ID",
             _agent,
             usage="[N] <task>",
         ),

@@ -41,7 +41,7 @@ class AgentRow(Static, can_focus=True):
 
     def show(self, snapshot: AgentSnapshot) -> None:
         role = lookup_role(snapshot.role)
-        color = UI_COLORS.get(role, "white") if role else "white"
+        color = snapshot.color or (UI_COLORS.get(role, "white") if role else "white")
         line = Text()
         line.append(f"{GLYPHS.get(snapshot.status, '?')} ", style=color)
         line.append(clean_text(snapshot.nickname), style="bold")

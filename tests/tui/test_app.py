@@ -122,6 +122,38 @@ async def test_agent_command_opens_a_child_shown_in_the_sidebar(llm, make_app, w
         await app.action_quit()
 
 
+async def test_a_definitions_colour_marks_its_row_and_agent_types_lists_it(
+    llm, make_app, workspace
+):
+    agents = workspace / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "painter.md").write_text(
+        "---\nname: painter\ndescription: Paints the UI.\ntools: Read, WebSearch\n"
+        "color: orange\n---\nYou paint.\n"
+    )
+    llm.route(
+        lambda body: any("Task:\npaint" in str(m.get("content")) for m in body["messages"]),
+        Reply(text=REPORT),
+    )
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "paint", "type": "painter"})])
+    )
+    llm.respond = lambda body: Reply(text="painted")
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "paint it")
+        await wait_for(pilot, lambda: bool(app.query(AgentRow)))
+        row = app.query_one(AgentRow)
+        styles = {str(span.style) for span in row.content.spans}
+        assert "dark_orange" in styles
+        await wait_for(pilot, lambda: not app.turn_running)
+        await type_and_send(pilot, "/agent types")
+        listing = str(list(app.query(Notice))[-1].render())
+        assert "painter  (" in listing and "tools: read_file" in listing
+        assert "warning: tools not available here, dropped: WebSearch" in listing
+        await app.action_quit()
+
+
 async def test_approval_modal_names_the_requester_and_resolves(llm, make_app, workspace):
     llm.enqueue(
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch approved.txt"})]),

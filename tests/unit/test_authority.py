@@ -28,7 +28,7 @@ def refuses(authority: Authority, tool: str, approval: ApprovalClass, **kw) -> b
 @pytest.mark.parametrize("grandchild", [Role.IMPLEMENTER, Role.GENERAL, Role.CUSTOM])
 def test_a_read_only_opener_never_grants_writes_or_shell(grandchild):
     explore = Authority.full().narrowed(role_authority(Role.EXPLORE, "explore"))
-    tools = ("write_file", "exec_shell") if grandchild is Role.CUSTOM else ()
+    tools = ("write_file", "exec_shell") if grandchild is Role.CUSTOM else None
     below = explore.narrowed(role_authority(grandchild, grandchild.value, tools))
     assert refuses(below, *WRITE, arguments={"path": "x"})
     assert refuses(below, "exec_shell", ApprovalClass.REQUIRED, arguments={"command": "rm -r x"})

@@ -8,60 +8,10 @@ import pytest
 
 from codewhale.config_models import SubagentsConfig
 from codewhale.subagents.contract import claimed_files, parse_report
-from codewhale.subagents.definitions import load_definitions
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.roles import Role, role_prompt
 from codewhale.subagents.spawn import resolve_model
 from codewhale.subagents.store import StateFileError, SubagentStore, trim
-from codewhale.tools.registry import default_tools
-
-KNOWN = {tool.name for tool in default_tools()}
-GOOD = """---
-name: {name}
-description: does {name} things
-base_role: explore
-tools: read, grep
-color: blue
----
-You are {name}.
-"""
-
-
-def test_definitions_precedence_errors_and_survivors(tmp_path):
-    project, user = tmp_path / "project", tmp_path / "user"
-    (project / "nested").mkdir(parents=True)
-    user.mkdir()
-    (user / "helper.md").write_text(GOOD.format(name="helper"))
-    (project / "nested" / "helper.md").write_text(
-        GOOD.format(name="helper").replace("You are helper.", "Project helper wins.")
-    )
-    (project / "dup-a.md").write_text(GOOD.format(name="twin"))
-    (project / "dup-b.md").write_text(GOOD.format(name="twin"))
-    (project / "broken.md").write_text("---\nname: broken\ndescription: x\ntools: [nope]\n---\nx")
-    (project / "noname.md").write_text("---\ndescription: x\n---\nbody")
-    (project / "bad-yaml.md").write_text("---\nname: [unclosed\n---\nbody")
-    loaded = load_definitions(project, user, KNOWN)
-    assert loaded.definitions["helper"].prompt == "Project helper wins."
-    assert loaded.definitions["helper"].tools == ("read_file", "grep_files")
-    assert loaded.definitions["helper"].base_role is Role.EXPLORE
-    assert "twin" in loaded.definitions and "code-reviewer" in loaded.definitions
-    messages = [str(error) for error in loaded.errors]
-    assert any("broken.md:4: unknown tool 'nope'" in m for m in messages)
-    assert any("noname.md:2: 'name' is required" in m for m in messages)
-    assert any("bad-yaml.md" in m and "invalid YAML" in m for m in messages)
-    assert any("dup-b.md" in m and "duplicate agent name 'twin'" in m for m in messages)
-
-
-def test_builtin_definitions_match_the_spec():
-    loaded = load_definitions(None, None, KNOWN)
-    assert loaded.errors == []
-    reviewer = loaded.definitions["code-reviewer"]
-    assert (reviewer.base_role, reviewer.color) == (Role.REVIEW, "yellow")
-    assert reviewer.tools == ("read_file", "grep_files", "file_search")
-    assert loaded.definitions["test-writer"].color == "cyan"
-    assert loaded.definitions["doc-writer"].color == "magenta"
-    refactorer = loaded.definitions["refactorer"]
-    assert refactorer.color == "red" and "exec_shell" not in refactorer.tools
 
 
 @pytest.mark.parametrize("style", ["{}:", "### {}", "**{}:**", "## {}:"])
