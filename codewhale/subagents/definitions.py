@@ -21,7 +21,9 @@ from codewhale.subagents.definition_tools import ToolListError, select_tools
 from codewhale.subagents.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
 from codewhale.subagents.roles import Role, lookup_role
 
-NAME_PATTERN = re.compile(r"^[a-z0-9-]+$")
+# The spec's [a-z0-9-]+, plus the dots and underscores of names in public collections
+# (`dotnet-framework-4.8-expert`); still lower case, so a name has one spelling.
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 BUILTIN = "built-in"
 FIELDS = frozenset(
     {
@@ -116,7 +118,7 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
     name = meta.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise DefinitionParseError(
-            front.line_of("name"), "'name' is required and must match [a-z0-9-]+"
+            front.line_of("name"), "'name' is required: lower-case letters, digits, '-', '.' or '_'"
         )
     description = meta.get("description")
     if not isinstance(description, str) or not description.strip():

@@ -166,7 +166,10 @@ def test_agents_types_lists_every_type_with_what_it_resolves_to(llm, tmp_path):
     assert types["thinker"]["tools"] == []
     assert types["code-reviewer"]["source"] == "built-in"
     assert types["general"]["model"] == "worker-model-x" and types["explore"]["model"] is None
-    assert types["broken"]["error"] == "line 2: 'name' is required and must match [a-z0-9-]+"
+    assert (
+        types["broken"]["error"]
+        == "line 2: 'name' is required: lower-case letters, digits, '-', '.' or '_'"
+    )
     for entry in types.values():
         assert set(entry) >= {"name", "source", "base_role", "model", "tools", "warnings", "error"}
 

@@ -100,7 +100,7 @@ def test_broken_files_are_errors_with_a_line_and_the_rest_load(tmp_path):
         "dup-b.md:2: duplicate agent name 'twin' (also in dup-a.md)",
         "empty.md:1: the body (the agent's system prompt) is empty",
         "nodesc.md:2: 'description' is required",
-        "noname.md:2: 'name' is required and must match [a-z0-9-]+",
+        "noname.md:2: 'name' is required: lower-case letters, digits, '-', '.' or '_'",
         "role.md:4: base_role must be one of general, explore, plan, review, implementer, "
         "verifier; got 'boss'",
     ]
@@ -263,7 +263,10 @@ def test_listing_resolves_models_and_tools_now(tmp_path):
     assert entries["mute"].tools == []
     assert entries["review"].tools is not None and "exec_shell" not in entries["review"].tools
     assert entries["custom"].tools is None
-    assert entries["bad"].error == "line 2: 'name' is required and must match [a-z0-9-]+"
+    assert (
+        entries["bad"].error
+        == "line 2: 'name' is required: lower-case letters, digits, '-', '.' or '_'"
+    )
     assert entries["code-reviewer"].source == "built-in"
     assert entries["security-auditor"].color == "dark_orange"
 
@@ -291,3 +294,16 @@ def test_allowed_tools_narrow_a_definitions_list_and_never_widen_it():
     with pytest.raises(SpawnError, match="may only narrow the 'l' agent's tools"):
         tool_limit(("exec_shell",), lister)
     assert tool_limit((), None) is None and tool_limit(("read_file",), None) == ("read_file",)
+
+
+@pytest.mark.parametrize(
+    ("name", "loads"),
+    [("dotnet-framework-4.8-expert", True), ("snake_case", True), ("Upper", False), ("a b", False)],
+)
+def test_names_as_public_collections_spell_them(name, loads):
+    text = f"---\nname: {name}\ndescription: d\n---\nbody"
+    if loads:
+        assert definition(text).name == name
+    else:
+        with pytest.raises(ValueError, match="'name' is required"):
+            definition(text)
