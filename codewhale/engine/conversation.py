@@ -130,3 +130,60 @@ class UsageMeter:
             self.unpriced = True
         else:
             self.cost += cost
+
+    def since(self, earlier: dict[str, Any]) -> UsageMeter:
+        """What was spent after `earlier` (a to_json of this meter) was taken."""
+        before = UsageMeter.from_json(earlier)
+        return UsageMeter(
+            own=self.own - before.own,
+            delegated=self.delegated - before.delegated,
+            cost=self.cost - before.cost,
+            unpriced=self.unpriced,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The totals so far, for the session file: a resumed session counts on from them."""
+        return {
+            "own": _usage_json(self.own),
+            "delegated": _usage_json(self.delegated),
+            "cost": self.cost,
+            "unpriced": self.unpriced,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> UsageMeter:
+        """Totals written by to_json; anything unreadable starts from zero."""
+        if not isinstance(data, dict):
+            return cls()
+        cost = data.get("cost")
+        return cls(
+            own=_usage_from_json(data.get("own")),
+            delegated=_usage_from_json(data.get("delegated")),
+            cost=float(cost) if isinstance(cost, int | float) else 0.0,
+            unpriced=data.get("unpriced") is True,
+        )
+
+
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_hit_tokens",
+    "cache_miss_tokens",
+    "reasoning_tokens",
+)
+
+
+def _usage_json(usage: Usage) -> dict[str, int]:
+    return {name: getattr(usage, name) for name in _USAGE_FIELDS}
+
+
+def _usage_from_json(data: Any) -> Usage:
+    if not isinstance(data, dict):
+        return Usage()
+    return Usage(
+        **{
+            name: value
+            for name in _USAGE_FIELDS
+            if isinstance(value := data.get(name), int) and not isinstance(value, bool)
+        }
+    )

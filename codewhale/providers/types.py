@@ -39,6 +39,15 @@ class Usage:
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            cache_hit_tokens=self.cache_hit_tokens - other.cache_hit_tokens,
+            cache_miss_tokens=self.cache_miss_tokens - other.cache_miss_tokens,
+            reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
+        )
+
     @classmethod
     def from_wire(cls, usage: Mapping[str, Any]) -> Usage:
         """Read DeepSeek's and OpenAI's field names alike."""

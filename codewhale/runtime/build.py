@@ -27,7 +27,7 @@ from codewhale.rlm.sessions import RlmManager
 from codewhale.rlm.tools import rlm_tools
 from codewhale.runtime.runtime import Runtime
 from codewhale.sandbox import describe, sandbox_status
-from codewhale.sessions.store import SessionError, SessionInfo, SessionStore
+from codewhale.sessions.store import LoadedSession, SessionError, SessionInfo, SessionStore
 from codewhale.subagents.child import Opener
 from codewhale.subagents.definitions import load_definitions
 from codewhale.subagents.manager import SubAgentManager
@@ -81,6 +81,7 @@ def open_runtime(
             "Set DEEPSEEK_API_KEY, or another provider in the user config, for real work."
         )
     messages: list[dict[str, Any]] = []
+    previous: LoadedSession | None = None
     resuming = bool(resume or continue_latest)
     try:
         if resuming:
@@ -108,7 +109,8 @@ def open_runtime(
         )
         messages.append({"role": "system", "content": prompt})
     conversation = Conversation(messages)
-    meter = UsageMeter()
+    # A resumed session counts on from the totals it had (spent money stays spent).
+    meter = UsageMeter.from_json(previous.meter) if previous is not None else UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
     builtin_tools = default_tools(sandbox)
     definitions = load_definitions(

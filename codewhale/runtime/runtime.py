@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.config import LoadedConfig
+from codewhale.engine.conversation import UsageMeter
 from codewhale.engine.loop import Engine, TurnResult
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
@@ -42,6 +43,11 @@ class Runtime:
     warnings: list[str] = field(default_factory=list)
     local_server: LocalServer | None = None
     _closed: bool = False
+    # The totals this process started from (a resumed session's earlier spending).
+    _opened_with: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._opened_with = self.engine.meter.to_json()
 
     # -- what front ends read --------------------------------------------------------------
 
@@ -80,6 +86,10 @@ class Runtime:
         """Dollars spent so far, where the provider's prices are known (None otherwise)."""
         return self.engine.meter.cost_usd
 
+    def spent_this_run(self) -> UsageMeter:
+        """Tokens and cost since this process opened the session (not a resumed past)."""
+        return self.engine.meter.since(self._opened_with)
+
     @property
     def turn_running(self) -> bool:
         return self.engine.running
@@ -98,7 +108,10 @@ class Runtime:
 
     async def submit(self, prompt: str) -> TurnResult:
         """Run one user turn (and anything queued behind it) to its end."""
-        return await self.engine.run_turn(prompt)
+        try:
+            return await self.engine.run_turn(prompt)
+        finally:
+            self.writer.record_meter(self.engine.meter.to_json())
 
     def steer(self, text: str) -> None:
         """A user message for the running turn's next safe point, in the order typed."""
@@ -205,6 +218,8 @@ class Runtime:
         await self.engine.stop()
         await self.manager.shutdown()
         await self.rlm.close_all()
+        # Children and RLM calls may have spent more since the last turn ended.
+        self.writer.record_meter(self.engine.meter.to_json())
         self.writer.close()
         await self.client.aclose()
         if self.local_server is not None:

@@ -46,6 +46,8 @@ class LoadedSession:
     info: SessionInfo
     messages: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
+    # The last usage totals recorded (UsageMeter.to_json), or None.
+    meter: dict[str, Any] | None = None
 
 
 class SessionError(Exception):
@@ -114,6 +116,11 @@ class SessionWriter:
                 # it would wait in the buffer for as long as the user is away.
                 self._file.flush()
 
+    def record_meter(self, totals: dict[str, Any]) -> None:
+        """The session's token and cost totals so far; the last one wins on loading."""
+        self._write({"kind": "meter", "meter": totals})
+        self._file.flush()
+
     def sync(self) -> None:
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -160,6 +167,7 @@ class SessionStore:
         if info is None:
             raise SessionError(f"{path}: not a CodeWhale session file")
         messages, warnings = [], []
+        meter: dict[str, Any] | None = None
         with path.open(encoding="utf-8", errors="replace") as handle:
             lines = handle.read().split("\n")
         for number, line in enumerate(lines[1:], start=2):
@@ -178,7 +186,9 @@ class SessionStore:
                 messages.append(record["message"])
             elif record.get("kind") == "clear":
                 del messages[1:]
-        return LoadedSession(info, messages, warnings)
+            elif record.get("kind") == "meter" and isinstance(record.get("meter"), dict):
+                meter = record["meter"]
+        return LoadedSession(info, messages, warnings, meter)
 
     def open_for_append(self, loaded: LoadedSession) -> SessionWriter:
         writer = SessionWriter(loaded.info.path)

@@ -136,7 +136,7 @@ def test_json_stream_opens_with_the_session_and_closes_with_the_result(llm, run_
 
 
 def test_resume_by_the_session_id_the_first_run_printed(llm, run_exec):
-    llm.enqueue(Reply(text="noted: 42"), Reply(text="it was 42"))
+    llm.enqueue(Reply(text="noted: 42", usage=USAGE), Reply(text="it was 42", usage=USAGE))
     first = run_exec("--json", "remember 42")
     assert first.returncode == 0, first.stderr
     session_id = records(first.stdout)[0]["session_id"]
@@ -147,6 +147,9 @@ def test_resume_by_the_session_id_the_first_run_printed(llm, run_exec):
     assert session["resumed"] is True and session["session_id"] == session_id
     assert result["session_id"] == session_id and result["final_text"] == "it was 42"
     assert contents(llm.requests[-1])[-3:] == ["remember 42", "noted: 42", "next"]
+    # Each run's result counts that run only, though the session's totals carry on.
+    assert result["usage"] == records(first.stdout)[-1]["usage"]
+    assert result["usage"]["input"] == 1000
 
 
 def test_continue_is_a_resume_too(llm, run_exec):

@@ -123,3 +123,27 @@ async def test_resuming_an_unknown_session_is_a_setup_error(workspace):
         open_runtime(workspace=workspace, resume="sess_nope")
     with pytest.raises(RuntimeSetupError, match="no earlier session"):
         open_runtime(workspace=workspace, continue_latest=True)
+
+
+async def test_a_resumed_session_counts_on_from_its_totals(llm, workspace):
+    usage = {"prompt_tokens": 1200, "completion_tokens": 300, "prompt_cache_hit_tokens": 1000}
+    llm.enqueue(Reply(text="one", usage=usage), Reply(text="two", usage=usage))
+    first = open_runtime(workspace=workspace)
+    await first.submit("first prompt")
+    spent = (first.usage.input_tokens, first.usage.output_tokens, first.cost_usd)
+    await first.close()
+    assert spent[:2] == (1200, 300) and spent[2] is not None and spent[2] > 0
+
+    resumed = open_runtime(workspace=workspace, continue_latest=True)
+    assert (resumed.usage.input_tokens, resumed.usage.output_tokens, resumed.cost_usd) == spent
+    assert resumed.usage.cache_hit_tokens == 1000
+    await resumed.submit("second prompt")
+    assert resumed.usage.input_tokens == 2400 and resumed.cost_usd == pytest.approx(2 * spent[2])
+    await resumed.close()
+    # A file whose totals record is damaged resumes from zero rather than failing.
+    lines = resumed.info.path.read_text().splitlines()
+    damaged = [line.replace('"input_tokens": 2400', '"input_tokens": "x"') for line in lines]
+    resumed.info.path.write_text("\n".join(damaged) + "\n")
+    again = open_runtime(workspace=workspace, continue_latest=True)
+    assert again.usage.input_tokens == 0 and again.usage.output_tokens == 600
+    await again.close()
