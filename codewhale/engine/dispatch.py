@@ -25,6 +25,9 @@ from codewhale.tools.registry import ToolRegistry
 
 LARGE_OUTPUT_CHARS = 20_000
 PREVIEW_CHARS = 2_000
+# An approval's dry-run diff is cut here: the dialog shows far less, and the event is
+# written to `exec --json` output.
+MAX_CHANGE_PREVIEW_CHARS = 100_000
 _request_ids = itertools.count(1)
 
 
@@ -174,6 +177,7 @@ class ToolDispatcher:
                 arguments=raw,
                 requester=self.requester,
                 scope=scope,
+                preview=await self._change_preview(tool, arguments),
                 _future=future,
             )
         )
@@ -186,6 +190,19 @@ class ToolDispatcher:
                 f"the user denied this {tool_name} call ({summary}). Do not retry it; "
                 "continue another way or ask the user."
             )
+
+    async def _change_preview(self, tool: Tool, arguments: dict[str, Any]) -> str:
+        """The diff the user approves, worked out before anything is written."""
+        if type(tool).approval_preview is Tool.approval_preview:
+            return ""  # changes no files: no thread needed
+        try:
+            # In a thread: it reads the file the call would change, which may be large.
+            diff = await asyncio.to_thread(tool.approval_preview, arguments, self.context)
+        except ToolError as error:
+            return f"Dry run: this call would fail as it stands: {error}"
+        if len(diff) > MAX_CHANGE_PREVIEW_CHARS:
+            diff = diff[:MAX_CHANGE_PREVIEW_CHARS] + "\n[… diff cut]\n"
+        return clean_text(diff)
 
     def _offload_if_large(self, call: ToolCall, result: ToolResult) -> ToolResult:
         if len(result.output) <= LARGE_OUTPUT_CHARS or self.tools.get(call.name).bounded_output:

@@ -86,6 +86,9 @@ class ApprovalRequested(Event):
     requester: str = "parent"
     # What "always allow" would cover (e.g. `exec_shell:git status`), never a whole tool.
     scope: str = ""
+    # What the call would change, worked out without writing: a unified diff for the file
+    # tools, or why the dry run failed. Empty for tools that change no files.
+    preview: str = ""
     _future: asyncio.Future[str] | None = field(default=None, compare=False, repr=False)
 
     def resolve(self, decision: str) -> None:

@@ -30,6 +30,7 @@ from codewhale.providers.errors import (
     ProviderError,
     StreamInterruptedError,
 )
+from codewhale.providers.key_help import missing_key_help
 from codewhale.providers.presets import preset_for
 from codewhale.providers.retry import RetryBudget, Retrying
 from codewhale.providers.settings import ProviderSettings
@@ -376,7 +377,7 @@ class ChatClient:
     def _headers(self, *, streaming: bool) -> dict[str, str]:
         settings = self.settings
         if not settings.api_key and preset_for(settings.provider).needs_key:
-            raise MissingApiKeyError(_missing_key_message(settings))
+            raise MissingApiKeyError(missing_key_help(settings))
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if streaming else "application/json",
@@ -534,12 +535,3 @@ def _with_usage(completion: Completion, earlier: Usage) -> Completion:
     """The completion, also charged for an earlier request made on its behalf."""
     usage = earlier if completion.usage is None else completion.usage + earlier
     return dataclasses.replace(completion, usage=usage)
-
-
-def _missing_key_message(settings: ProviderSettings) -> str:
-    key_env = preset_for(settings.provider).key_env or "CODEWHALE_API_KEY"
-    return (
-        f"{settings.label} needs an API key and none is configured. "
-        f"Set {key_env} (or CODEWHALE_API_KEY), or add api_key to your user config "
-        "(`codewhale config path` shows where it is)."
-    )

@@ -7,12 +7,14 @@ than in each front end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codewhale.config import LoadedConfig
 from codewhale.engine.conversation import UsageMeter
+from codewhale.engine.events import Event
 from codewhale.engine.loop import Engine, TurnResult
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
@@ -190,9 +192,12 @@ class Runtime:
             self.manager.evaluate({"agent_id": reference, "continue": True, "block": False})
         )
 
-    async def message_agent(self, reference: str, text: str) -> dict[str, Any]:
+    async def message_agent(
+        self, reference: str, text: str, *, interrupt: bool = False
+    ) -> dict[str, Any]:
+        """Delivered like agent_eval's message; `interrupt` drops the child's pending ones."""
         return await self._manager_call(
-            self.manager.evaluate({"agent_id": reference, "message": text})
+            self.manager.evaluate({"agent_id": reference, "message": text, "interrupt": interrupt})
         )
 
     async def cancel_agent(self, reference: str) -> dict[str, Any]:
@@ -207,6 +212,14 @@ class Runtime:
 
     def transcript_path(self, agent_id: str) -> Path:
         return self.manager.store.transcript_path(agent_id)
+
+    def agent_messages(self, agent_id: str) -> list[dict[str, Any]]:
+        """One child's conversation so far; read it and `watch_agent` in one step, none is lost."""
+        return self.manager.messages_of(agent_id)
+
+    def watch_agent(self, agent_id: str, watcher: Callable[[Event], None]) -> Callable[[], None]:
+        """Follow one child live: its raw engine events from now on; returns the unsubscribe."""
+        return self.manager.watch(agent_id, watcher)
 
     # -- the end ---------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ CONTINUE_NOTE = (
 
 ToolsFactory = Callable[[], list[Tool]]
 AgentToolsFactory = Callable[["SubAgentManager", Opener], list[Tool]]
+EventWatcher = Callable[[events.Event], None]
 
 
 class SubAgentManager:
@@ -118,6 +119,8 @@ class SubAgentManager:
             children=self.roster.children,
             write_now=lambda: self.writer.mark_dirty(0),
         )
+        # Front ends following one child live (the agent screen), by agent id.
+        self._watchers: dict[str, list[EventWatcher]] = {}
         self.progress = ChildProgress(
             lifecycle=self.lifecycle,
             mailbox=self.mailbox,
@@ -135,7 +138,7 @@ class SubAgentManager:
             definitions=definitions,
             tools=tools_factory,
             agent_tools=lambda seat: agent_tools_factory(self, seat),
-            on_event=self.progress.on_event,
+            on_event=self._child_event,
             memory_text=memory_text,
             api_timeout=float(api_timeout_secs or config.api_timeout_secs),
             session_id=session_id,
@@ -198,6 +201,34 @@ class SubAgentManager:
             f"agent:{child.agent_id}", "transcript", self.store.transcript_path(child.agent_id)
         )
         return child.record.projection(transcript_handle=handle, **extra)
+
+    # -- following one child -----------------------------------------------------------
+
+    def watch(self, agent_id: str, watcher: EventWatcher) -> Callable[[], None]:
+        """Receive `agent_id`'s raw engine events from now on; returns the unsubscribe."""
+        self._watchers.setdefault(agent_id, []).append(watcher)
+
+        def unwatch() -> None:
+            watchers = self._watchers.get(agent_id, [])
+            if watcher in watchers:
+                watchers.remove(watcher)
+            if not watchers:
+                self._watchers.pop(agent_id, None)
+
+        return unwatch
+
+    def messages_of(self, agent_id: str) -> list[dict[str, Any]]:
+        """A child's conversation so far: its engine's while it lives here, else its transcript."""
+        child = self.roster.get(agent_id)
+        if child is not None and child.engine is not None:
+            return list(child.engine.messages)
+        return self.store.load_transcript(agent_id)
+
+    def _child_event(self, child: Child, event: events.Event) -> None:
+        # The record first, so a watcher reading the child's snapshot sees this event applied.
+        self.progress.on_event(child, event)
+        for watcher in tuple(self._watchers.get(child.agent_id, ())):
+            watcher(event)
 
     # -- opening -----------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ class ChildProgress:
             move(record, ChildState.RUNNING_TOOL, f"approval {event.decision}")
             self.emit(event)
         elif isinstance(event, events.ToolCallStarted):
+            record.tool_calls += 1
             record.activity = f"step {record.steps_taken} · {event.name}"
             moved = move(
                 record,

@@ -79,6 +79,8 @@ class WorkerRecord:
     started_at_ms: int | None = None
     finished_at_ms: int | None = None
     steps_taken: int = 0
+    # Tool calls started, for the Work sidebar (steps count model responses).
+    tool_calls: int = 0
     result: str | None = None
     error: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -205,6 +207,9 @@ class AgentSnapshot:
     color: str | None = None
     # Interrupted with a checkpoint: `agent_eval {continue: true}` can run it on.
     continuable: bool = False
+    tool_calls: int = 0
+    # When it reached its terminal state (wall clock): the sidebar orders and fades by it.
+    finished_at_ms: int | None = None
 
 
 def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
@@ -226,4 +231,6 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         model=record.model,
         color=record.color,
         continuable=record.status == "interrupted" and record.checkpoint is not None,
+        tool_calls=record.tool_calls,
+        finished_at_ms=record.finished_at_ms if record.terminal else None,
     )

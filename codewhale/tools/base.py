@@ -103,6 +103,11 @@ class Tool(ABC):
         """What the user is shown when asked to approve this call."""
         return self.summary(arguments)
 
+    def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        """What the call would change, worked out without writing: a unified diff for the
+        file tools ('' for tools that change no files); ToolError when it would fail."""
+        return ""
+
     def sandboxed_read_only(self) -> bool:
         """Whether the OS sandbox keeps this tool from writing or reaching the network."""
         return False

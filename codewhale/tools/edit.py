@@ -12,13 +12,13 @@ More than one match in the first tier that matches is an error listing where.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from codewhale.permissions import ApprovalClass, relative_to_workspace
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codewhale.tools.files import read_text, write_with_journal
+from codewhale.tools.files import read_text, unified_diff, write_with_journal
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,19 @@ class EditFile(Tool):
         "required": ["path", "old_string", "new_string"],
     }
     approval = ApprovalClass.SUGGEST
+
+    def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        """The edit applied in memory, with run()'s matching: the diff it would write."""
+        path = context.path(arguments["path"])
+        name = relative_to_workspace(context.workspace, path)
+        content = read_text(path, name, "edited")
+        updated, _ = apply_edit(
+            content,
+            arguments["old_string"],
+            arguments["new_string"],
+            bool(arguments.get("replace_all")),
+        )
+        return unified_diff(content, updated, name)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])

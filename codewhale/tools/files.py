@@ -11,7 +11,7 @@ import asyncio
 import difflib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from io import BufferedReader
 from pathlib import Path
 from typing import Any
@@ -138,13 +138,18 @@ def unified_diff(before: str, after: str, name: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def current_text(path: Path, label: str) -> str:
+    """The file's text before a write ('' if it does not exist yet)."""
+    if not os.path.lexists(path):
+        return ""
+    with open_regular(path, label, "written") as stream:
+        return stream.read().decode("utf-8", errors="replace")
+
+
 def write_with_journal(context: ToolContext, path: Path, text: str) -> str:
     """Write `text`, recording the pre-image for revert_turn; returns the diff."""
     label = relative_to_workspace(context.workspace, path)
-    before = ""
-    if os.path.lexists(path):
-        with open_regular(path, label, "written") as stream:
-            before = stream.read().decode("utf-8", errors="replace")
+    before = current_text(path, label)
     context.journal.before_write(path)
     write_regular(path, text, label)
     return unified_diff(before, text, label)
@@ -285,6 +290,12 @@ class WriteFile(Tool):
         "required": ["path", "content"],
     }
     approval = ApprovalClass.SUGGEST
+
+    def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        """The file as it is against the new content: the diff run() would return."""
+        path = context.path(arguments["path"])
+        label = relative_to_workspace(context.workspace, path)
+        return unified_diff(current_text(path, label), arguments["content"], label)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])

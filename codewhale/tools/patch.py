@@ -126,6 +126,10 @@ class ApplyPatch(Tool):
         patch = arguments.get("patch")
         return f"{patch.count('+++ ')} file(s)" if isinstance(patch, str) else ""
 
+    def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        """The patch itself: it is the diff, and run() writes all of it or nothing."""
+        return str(arguments["patch"])
+
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         # (file, its new text or None to delete it, the label shown)
         planned: list[tuple[Path, str | None, str]] = []

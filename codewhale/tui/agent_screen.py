@@ -1,106 +1,226 @@
-"""One sub-agent up close: its record, report and live transcript; message or cancel it."""
+"""One sub-agent up close: its assignment and live transcript; message, cancel or continue it.
+
+On open the screen shows the child's conversation so far once, then follows the child's
+own engine events (`runtime.watch_agent`), applied by the same Transcript the main
+conversation uses. Lifecycle changes arrive from the app as mailbox envelopes.
+"""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Static
 
-from codewhale.runtime import Runtime, RuntimeRequestError
+from codewhale.runtime import Runtime, RuntimeRequestError, events
+from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
+from codewhale.tui.history import child_conversation, rebuild
+from codewhale.tui.transcript import Transcript, agent_heading
 
-TRANSCRIPT_TAIL = 40
+TERMINAL = ("completed", "failed", "cancelled", "interrupted")
+# Buttons that act on a child that is still running (or queued to run).
+LIVE_ACTIONS = ("#agent-message", "#send", "#interrupt", "#cancel")
+
+
+@dataclass
+class ChildEngineEvent(Message):
+    """One raw engine event of the child this screen follows."""
+
+    event: events.Event
+
+
+def assignment_text(record: dict[str, Any]) -> Text:
+    """What the child was asked to do, and as what (never its system prompt)."""
+    text = Text("Assignment", style="bold")
+    text.append(
+        f"  {record.get('type')} · role {record.get('role')} · model {record.get('model')}\n",
+        style="dim",
+    )
+    if record.get("description"):
+        text.append(clean_text(str(record["description"])) + "\n", style="italic")
+    text.append(clean_text(str(record.get("objective") or "")))
+    return text
 
 
 class AgentScreen(Screen[None]):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]  # noqa: RUF012
+    BINDINGS: ClassVar = [Binding("escape", "app.pop_screen", "Back")]
+    DEFAULT_CSS = """
+    AgentScreen #agent-header { height: 1; background: $panel; text-style: bold; padding: 0 1; }
+    AgentScreen #agent-transcript { height: 1fr; padding: 0 1; }
+    AgentScreen .assignment { border-left: thick $accent; padding: 0 1; margin-bottom: 1; }
+    AgentScreen #agent-actions { height: auto; }
+    AgentScreen #agent-actions Button { margin-right: 1; }
+    """
 
     def __init__(self, agent_id: str) -> None:
         super().__init__()
         self.agent_id = agent_id
+        self._unwatch: Callable[[], None] | None = None
+        # Children this one opened: their cells in this transcript follow their envelopes.
+        self._children: set[str] = set()
 
     def compose(self) -> ComposeResult:
         yield Static("", id="agent-header", markup=False)
-        with VerticalScroll(id="agent-body"):
-            yield Static("", id="agent-record", markup=False)
-            yield Static("", id="agent-transcript", markup=False)
+        yield Transcript(id="agent-transcript")
         yield Input(
             placeholder="Message this sub-agent (delivered at its next step)", id="agent-message"
         )
         with Horizontal(id="agent-actions"):
+            yield Button("Send", id="send", variant="primary")
+            yield Button("Interrupt", id="interrupt", variant="warning")
             yield Button("Cancel agent", id="cancel", variant="error")
-            yield Button("Continue", id="continue", variant="primary")
+            yield Button("Continue", id="continue", variant="success")
             yield Button("Back", id="back")
         yield Footer()
-
-    def on_mount(self) -> None:
-        self.refresh_view()  # later refreshes come from the app on this agent's mailbox events
 
     @property
     def runtime(self) -> Runtime | None:
         return getattr(self.app, "runtime", None)
 
-    def refresh_view(self) -> None:
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    async def on_mount(self) -> None:
         runtime = self.runtime
         if runtime is None:
             return
-        snapshot = runtime.manager.snapshot_of(self.agent_id)
-        if snapshot is None:
-            return
-        self.query_one("#continue", Button).display = snapshot.continuable
-        self.query_one("#cancel", Button).disabled = snapshot.terminal
-        record = next(r for r in runtime.manager.records() if r["agent_id"] == self.agent_id)
-        self.query_one("#agent-header", Static).update(
-            f"{snapshot.nickname} · {snapshot.type} · {snapshot.status} · "
-            f"{snapshot.steps_taken} steps · {snapshot.tokens} tokens"
+        # Read and subscribe in one synchronous step: no event falls between the two.
+        messages = runtime.agent_messages(self.agent_id)
+        self._unwatch = runtime.watch_agent(self.agent_id, self._follow)
+        record = next(
+            (r for r in runtime.manager.records() if r["agent_id"] == self.agent_id), None
         )
-        details = [f"objective: {record['objective']}", f"model: {record['model']}"]
-        if record.get("error"):
-            details.append(f"error: {record['error']}")
-        report = record.get("report") or {}
-        for section in ("summary", "changes", "evidence", "risks", "blockers"):
-            if report.get(section):
-                details.append(f"{section.upper()}: {report[section]}")
-        self.query_one("#agent-record", Static).update(clean_text("\n".join(details)))
-        path = runtime.transcript_path(self.agent_id)
-        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-        shown = []
-        for line in lines[-TRANSCRIPT_TAIL:]:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            content = message.get("content") or ""
-            calls = [c["function"]["name"] for c in message.get("tool_calls") or ()]
-            text = f"{message.get('role')}: {str(content)[:400]}"
-            if calls:
-                text += f" [calls {', '.join(calls)}]"
-            shown.append(text)
-        self.query_one("#agent-transcript", Static).update(clean_text("\n\n".join(shown)))
+        agents = {snapshot.agent_id: snapshot for snapshot in runtime.agents()}
+        snapshot = agents.get(self.agent_id)
+        live = snapshot is not None and not snapshot.terminal
+        history = rebuild(child_conversation(messages), agents, live=live)
+        self._children.update(history.agents)
+        if record is not None:
+            history.widgets.insert(0, Static(assignment_text(record), classes="assignment"))
+        await self.transcript.show_history(history)
+        if snapshot is not None and snapshot.terminal and record and record.get("error"):
+            await self.transcript.notice(f"{snapshot.status}: {record['error']}", "warning")
+        self.show_state()
+        self._focus_first_action()
+
+    def on_unmount(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+
+    # -- what the child does -----------------------------------------------------------
+
+    def _follow(self, event: events.Event) -> None:
+        """Called inside the child's engine: hand the event to this screen's queue, no more."""
+        self.post_message(ChildEngineEvent(event))
+
+    async def on_child_engine_event(self, message: ChildEngineEvent) -> None:
+        # The lifecycle envelope says how the child's run ended; the parent's wording
+        # ("turn cancelled; sub-agents keep running") does not fit a child.
+        if not isinstance(message.event, events.TurnComplete):
+            await self.transcript.apply(message.event)
+
+    async def agent_envelope(self, envelope: dict[str, Any]) -> None:
+        """A mailbox event of any agent; this screen's child and its own children matter."""
+        agent_id, kind = envelope["agent_id"], envelope["kind"]
+        if agent_id == self.agent_id:
+            if kind == "child_spawned":
+                self._children.add(envelope["child_agent_id"])
+            detail = str(envelope.get("message") or "")
+            if kind in TERMINAL:
+                shown = f"{kind}: {detail}" if detail and detail != kind else kind
+                await self.transcript.notice(shown, "error" if kind == "failed" else "info")
+            elif kind == "queued" and detail:
+                await self.transcript.notice(detail)
+            self.show_state()
+        elif agent_id in self._children and self.runtime is not None:
+            snapshot = self.runtime.manager.snapshot_of(agent_id)
+            if snapshot is not None:
+                title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
+                detail = envelope.get("message", "") if kind != "completed" else ""
+                await self.transcript.agent_envelope(envelope, title, detail)
+
+    def show_state(self) -> None:
+        """The header, and only the actions that apply to the child as it is now."""
+        runtime = self.runtime
+        snapshot = runtime.manager.snapshot_of(self.agent_id) if runtime is not None else None
+        self.query_one("#agent-header", Static).update(header_text(self.agent_id, snapshot))
+        before = self.focused
+        live = snapshot is not None and not snapshot.terminal
+        for selector in LIVE_ACTIONS:
+            self.query_one(selector).disabled = not live
+        self.query_one("#continue", Button).disabled = not (snapshot and snapshot.continuable)
+        # An action that no longer applies hands the focus to the first one that does.
+        if before is None or before.disabled:
+            self._focus_first_action()
+
+    def _focus_first_action(self) -> None:
+        for selector in ("#agent-message", "#continue", "#back"):
+            widget = self.query_one(selector)
+            if not widget.disabled:
+                widget.focus()
+                return
+
+    # -- what the user does --------------------------------------------------------------
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
-        runtime = self.runtime
-        if not event.value.strip() or runtime is None:
-            return
-        reply = await runtime.message_agent(self.agent_id, event.value)
-        delivery = reply.get("message_delivery", {})
-        self.notify("delivered" if delivery.get("delivered") else delivery.get("reason", ""))
-        event.input.value = ""
+        await self._send(interrupt=False)
 
     async def on_button_pressed(self, event: Button.Pressed) -> None:
         runtime = self.runtime
-        if event.button.id in ("cancel", "continue") and runtime is not None:
+        button = event.button.id
+        if button == "back" or runtime is None:
+            self.app.pop_screen()
+        elif button in ("send", "interrupt"):
+            await self._send(interrupt=button == "interrupt")
+        elif button in ("cancel", "continue"):
             try:
-                if event.button.id == "cancel":
+                if button == "cancel":
                     await runtime.cancel_agent(self.agent_id)
                 else:
                     await runtime.continue_agent(self.agent_id)
             except RuntimeRequestError as error:
                 self.notify(str(error), severity="error")
-            self.refresh_view()
+            self.show_state()
+
+    async def _send(self, *, interrupt: bool) -> None:
+        """The box's text as a message (`interrupt`: dropping the child's pending ones first)."""
+        runtime = self.runtime
+        box = self.query_one("#agent-message", Input)
+        text = box.value.strip()
+        if runtime is None or not text:
+            return
+        try:
+            reply = await runtime.message_agent(self.agent_id, text, interrupt=interrupt)
+        except RuntimeRequestError as error:
+            self.notify(str(error), severity="error")
+            return
+        delivery = reply.get("message_delivery", {})
+        if delivery.get("delivered"):
+            box.value = ""
+            await self.transcript.user(text, steer=True)
         else:
-            self.app.pop_screen()
+            self.notify(str(delivery.get("reason", "not delivered")), severity="warning")
+
+
+def header_text(agent_id: str, snapshot: AgentSnapshot | None) -> str:
+    if snapshot is None:
+        return f"{agent_id} · not in this session's records"
+    state = snapshot.status
+    if snapshot.status == "running" and snapshot.activity:
+        state = f"running · {snapshot.activity}"
+    if snapshot.continuable:
+        state = "interrupted · continuable"
+    return clean_text(
+        f"{snapshot.nickname} · {snapshot.type} · {state} · "
+        f"{snapshot.steps_taken} steps · {snapshot.tokens} tokens"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ NARROW_COLUMNS = 100
 NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
 # Shorter retries pass unremarked; a longer wait is said, so a stalled-looking turn is explained.
 LONG_RETRY_SECS = 5.0
+# Ctrl+C twice within this many seconds quits, as in other terminal agents.
+DOUBLE_PRESS_SECS = 1.0
 
 
 @dataclass
@@ -47,6 +50,8 @@ class CodeWhaleApp(App[None]):
     COMMANDS: ClassVar = App.COMMANDS | {SlashCommandProvider}
     BINDINGS: ClassVar = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
+        # priority: otherwise the focused composer's copy (or Textual's quit hint) takes it.
+        Binding("ctrl+c", "interrupt", "Interrupt", priority=True, show=False),
         Binding("ctrl+b", "toggle_sidebar", "Work"),
     ]
 
@@ -58,6 +63,7 @@ class CodeWhaleApp(App[None]):
         resume: str | None = None,
         continue_latest: bool = False,
         overrides: dict[str, str] | None = None,
+        initial_prompt: str | None = None,
     ) -> None:
         super().__init__()
         self.loaded = loaded
@@ -66,6 +72,9 @@ class CodeWhaleApp(App[None]):
         self.continue_latest = continue_latest
         # --model / --provider / --base-url: they win over config for every runtime we open.
         self.overrides = dict(overrides or {})
+        # `codewhale "task"`: sent as the first turn once a session is open, then forgotten.
+        self.initial_prompt = (initial_prompt or "").strip() or None
+        self._ctrl_c_at = 0.0  # when Ctrl+C was last pressed: a second within 1 s quits
         self.runtime: Runtime | None = None
         self.registry = build_registry()
         self.turn_running = False
@@ -128,25 +137,36 @@ class CodeWhaleApp(App[None]):
         await self.replay_history(self.runtime.messages)
         for snapshot in self.runtime.agents():
             await self.sidebar.show_agent(snapshot)
-        settings = self.runtime.settings
-        if self.runtime.loaded.offline_fallback or (
-            not settings.api_key and preset_for(settings.provider).needs_key
-        ):
-            from codewhale.tui.onboarding import OnboardingScreen
-
-            self.push_screen(OnboardingScreen(self.loaded), self._after_onboarding)
         self.refresh_status()
 
+        async def send_initial_prompt() -> None:
+            prompt, self.initial_prompt = self.initial_prompt, None
+            if prompt is not None and self.runtime is not None:
+                await self.start_turn(prompt)
+
+        settings = self.runtime.settings
+        missing_key = not settings.api_key and preset_for(settings.provider).needs_key
+        if missing_key or self.runtime.loaded.offline_fallback:
+            from codewhale.tui import onboarding
+
+            # A missing key asks every time; the offline model's dialog once per machine.
+            if missing_key or onboarding.first_offline_launch():
+
+                async def onboarded(saved: bool | None) -> None:
+                    self._after_onboarding(saved)
+                    if not saved:  # a saved key reopens the session, which sends the prompt
+                        await send_initial_prompt()
+
+                self.push_screen(onboarding.OnboardingScreen(self.loaded), onboarded)
+                return
+        await send_initial_prompt()
+
     async def replay_history(self, messages: list[dict]) -> None:
-        """Show a resumed conversation: the user's prompts and the model's answers."""
-        for message in messages[1:]:
-            content = message.get("content")
-            if not isinstance(content, str) or not content.strip():
-                continue
-            if message.get("role") == "user" and not content.startswith("<codewhale:"):
-                await self.transcript.user(content)
-            elif message.get("role") == "assistant":
-                await self.transcript.notice(content, "history")
+        """Show a resumed conversation with the cells a live turn makes, mounted in one batch."""
+        from codewhale.tui.history import rebuild  # loaded on first use (cold start)
+
+        agents = {s.agent_id: s for s in self.runtime.agents()} if self.runtime else {}
+        await self.transcript.show_history(rebuild(messages, agents))
 
     async def resume_session(self, session_id: str) -> None:
         await self.transcript.reset()
@@ -164,7 +184,7 @@ class CodeWhaleApp(App[None]):
         if not hints:  # quitting: a last keystroke can arrive after the widgets are gone
             return
         text = event.text_area.text
-        word = text.rsplit(" ", 1)[-1] if text else ""
+        word = text.replace("\n", " ").rsplit(" ", 1)[-1]
         hint = ""
         if text.startswith("/") and " " not in text:
             names = self.registry.completions(text[1:])
@@ -174,25 +194,32 @@ class CodeWhaleApp(App[None]):
                 if (command := self.registry.find(name)) is not None
             )
         elif word.startswith("@") and len(word) > 1:
-            hint = "  ".join(self._path_matches(word[1:], 6))
+            matches = self._path_matches(word[1:], 6)
+            hint = "indexing files…" if matches is None else "  ".join(matches)
         hints.first(Static).update(hint)
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < NARROW_COLUMNS, "narrow")
-        self._apply_sidebar()
+    def on_resize(self, event) -> None:
+        # This handler runs before App._on_resize stores the new size: self.size is the
+        # old one here, so the event's size decides.
+        width = event.size.width
+        self.set_class(width < NARROW_COLUMNS, "narrow")
+        self._apply_sidebar(width)
 
-    def _apply_sidebar(self) -> None:
+    def _apply_sidebar(self, width: int | None = None) -> None:
         """The Work sidebar folds away on narrow terminals unless the user asked for it."""
-        narrow = self.size.width < NARROW_COLUMNS
+        narrow = (self.size.width if width is None else width) < NARROW_COLUMNS
         self.sidebar.display = self.sidebar_wanted and (not narrow or self.sidebar_forced)
+        self.refresh_status()  # a hidden sidebar's running children move to the status line
 
     def refresh_status(self) -> None:
         runtime = self.runtime
         if runtime is None:
             return
         lines = self.query(StatusLine)
-        if not lines:  # the app is shutting down
+        sidebars = self.query(WorkSidebar)
+        if not lines or not sidebars:  # the app is shutting down
             return
+        sidebar = sidebars.first()
         settings = runtime.settings
         lines.first().show(
             workspace=self.workspace,
@@ -203,6 +230,32 @@ class CodeWhaleApp(App[None]):
             running=self.turn_running,
             limits=limits(settings.offer_tools) if settings.provider == "local" else None,
             sandboxed=runtime.sandboxed,
+            children=None if sidebar.display else sidebar.child_counts(),
+        )
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """On a small terminal a toast would cover the transcript or the Work sidebar, so the
+        status line shows the notification instead (when it is on screen)."""
+        from codewhale.tui.status import toasts_fit
+
+        lines = self.query(StatusLine)
+        if toasts_fit(*self.size) or not lines or not lines.first().screen.is_current:
+            super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+            return
+        lines.first().flash(
+            message,
+            title=title,
+            severity=severity,
+            timeout=self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+            markup=markup,
         )
 
     # -- composer --------------------------------------------------------------------------
@@ -211,13 +264,24 @@ class CodeWhaleApp(App[None]):
         text = message.text
         if text.strip().startswith("/"):
             await self.run_command(text)
-        elif self.runtime is None:
+            return
+        if self.runtime is None:
             await self.transcript.notice(NO_SESSION, "error")
-        elif self.turn_running:
-            self.runtime.steer(text)
+            return
+        from asyncio import to_thread
+
+        from codewhale.tui.attachments import collect, with_attachments
+
+        # `@path` words attach those files for the model; the transcript shows chips.
+        attachments = await to_thread(collect, self.workspace, text) if "@" in text else []
+        prompt = with_attachments(text, attachments)
+        if self.turn_running:
+            self.runtime.steer(prompt)
             await self.transcript.user(text, steer=True)
         else:
-            await self.start_turn(text)
+            await self.start_turn(prompt, shown=text)
+        for attachment in attachments:
+            await self.transcript.notice(attachment.chip(), "attachment")
 
     async def start_turn(self, prompt: str, shown: str | None = None) -> None:
         await self.transcript.user(shown or prompt)
@@ -253,27 +317,28 @@ class CodeWhaleApp(App[None]):
             self._complete_path(text)
 
     def _complete_path(self, text: str) -> None:
-        word = text.rsplit(" ", 1)[-1]
+        word = text.replace("\n", " ").rsplit(" ", 1)[-1]
         if not word.startswith("@"):
             return
         matches = self._path_matches(word[1:], 8)
         if matches:
             self.composer.text = text[: len(text) - len(word)] + "@" + matches[0] + " "
             self.composer.move_cursor(self.composer.document.end)
-        self.query_one("#hint", Static).update("  ".join(matches))
+        hint = "indexing files…" if matches is None else "  ".join(matches)
+        self.query_one("#hint", Static).update(hint)
 
-    def _path_matches(self, query: str, limit: int) -> list[str]:
-        from codewhale.tools.search import fuzzy_score
-        from codewhale.tools.walk import iter_files
+    def _path_matches(self, query: str, limit: int) -> list[str] | None:
+        """The best workspace paths for `query`; None until the first listing is made."""
+        from textual.widgets import TextArea
 
-        root = self.workspace
-        scored = sorted(
-            (-score, relative)
-            for path in iter_files(root)
-            if (score := fuzzy_score(query, relative := path.relative_to(root).as_posix()))
-            is not None
-        )
-        return [relative for _, relative in scored[:limit]]
+        from codewhale.tui.file_index import index_for
+
+        index = index_for(self.workspace)
+        composer = self.composer
+        # Listed in a thread when missing or stale; once it lands, the hint is worked out
+        # again from what the composer then holds (post_message is thread-safe).
+        index.refresh(on_done=lambda: composer.post_message(TextArea.Changed(composer)))
+        return index.matches(query, limit) if index.ready else None
 
     async def on_composer_escape_pressed(self, message: Composer.EscapePressed) -> None:
         if self.turn_running and self.runtime is not None:
@@ -324,19 +389,21 @@ class CodeWhaleApp(App[None]):
             self.refresh_status()
 
     async def _agent_event(self, envelope: dict) -> None:
+        from codewhale.tui.agent_screen import AgentScreen  # loaded on first use (cold start)
+        from codewhale.tui.transcript import agent_heading
+
         if self.runtime is None:
             return
         snapshot = self.runtime.manager.snapshot_of(envelope["agent_id"])
         if snapshot is not None:
             await self.sidebar.show_agent(snapshot)
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
-            title = f"{snapshot.nickname} · {snapshot.type} · {snapshot.description}"
+            title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
             await self.transcript.agent_envelope(envelope, title, detail)
-        from codewhale.tui.agent_screen import AgentScreen  # loaded on first use (cold start)
-
-        screen = self.screen
-        if isinstance(screen, AgentScreen) and screen.agent_id == envelope["agent_id"]:
-            screen.refresh_view()
+        # Every open agent screen, not only the top one: an approval may cover it.
+        for screen in self.screen_stack:
+            if isinstance(screen, AgentScreen):
+                await screen.agent_envelope(envelope)
         if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")
@@ -371,11 +438,43 @@ class CodeWhaleApp(App[None]):
     def on_agent_row_selected(self, message: AgentRow.Selected) -> None:
         from codewhale.tui.agent_screen import AgentScreen
 
-        self.push_screen(AgentScreen(message.agent_id))
+        # From a sidebar row, a sub-agent cell, or a grandchild's cell on an agent screen.
+        if not (isinstance(self.screen, AgentScreen) and self.screen.agent_id == message.agent_id):
+            self.push_screen(AgentScreen(message.agent_id))
 
     async def action_quit(self) -> None:
-        await self._close_session()
-        self.exit()
+        """Quit; with sub-agents running, ask first, since quitting stops them.
+
+        Asked again while the question is open (Ctrl+Q, Ctrl+C twice), it quits.
+        """
+        from codewhale.tui.quit_confirm import QuitScreen  # loaded on first use (cold start)
+
+        async def leave() -> None:
+            await self._close_session()
+            self.exit()
+
+        running = self.runtime.manager.live_count() if self.runtime is not None else 0
+        if running and not isinstance(self.screen, QuitScreen):
+
+            async def answered(quit_app: bool | None) -> None:
+                if quit_app:
+                    await leave()
+
+            self.push_screen(QuitScreen(running), answered)
+            return
+        await leave()
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: interrupt the running turn (sub-agents keep running); twice in 1 s quits."""
+        now = time.monotonic()
+        if now - self._ctrl_c_at < DOUBLE_PRESS_SECS:
+            self._ctrl_c_at = 0.0  # a third press starts a new pair instead of confirming
+            await self.action_quit()
+            return
+        self._ctrl_c_at = now
+        if self.turn_running and self.runtime is not None:
+            self.runtime.cancel_turn()
+        self.notify("Press Ctrl+C again to quit", timeout=DOUBLE_PRESS_SECS)
 
     async def on_unmount(self) -> None:
         # However the app ends, the session closes: a running turn is recorded as

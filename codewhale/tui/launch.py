@@ -1,30 +1,73 @@
-"""Start the full-screen app: load config first so errors print plainly, then import Textual."""
+"""Start the full-screen app, after every check that can fail has printed plainly.
+
+Order: workspace, config, `--resume` id, API key, then the terminal. Each problem
+before the terminal check would stop the app in any terminal and names its own fix,
+so a script that runs `codewhale --resume nope < /dev/null` learns the real problem.
+Textual is imported only once all of them pass.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from codewhale.config import ConfigError, load_config
+from codewhale.config import ConfigError, LoadedConfig, load_config
+from codewhale.paths import user_dirs
+from codewhale.providers.key_help import lacks_key, missing_key_help
+from codewhale.sessions.store import SessionError, SessionStore
+
+NO_TERMINAL = (
+    "the full-screen app needs a terminal (stdin, stdout and stderr); "
+    'for scripts and pipes use `codewhale exec "task"`'
+)
 
 
 def launch_tui(args: argparse.Namespace) -> int:
     workspace = args.workspace_path
     if not workspace.is_dir():
-        print(f"codewhale: workspace {workspace} is not a directory", file=sys.stderr)
-        return 2
+        return _refuse(f"workspace {workspace} is not a directory")
     try:
         loaded = load_config(workspace=workspace, overrides=args.overrides)
     except ConfigError as error:
-        print(f"codewhale: config error: {error}", file=sys.stderr)
-        return 2
+        return _refuse(f"config error: {error}")
+    resume = getattr(args, "resume", None)
+    problem = (resume and unknown_session(resume)) or missing_key(loaded)
+    if problem:
+        return _refuse(problem)
+    if not attached_to_terminal():
+        return _refuse(NO_TERMINAL)
     from codewhale.tui.app import CodeWhaleApp
 
     CodeWhaleApp(
         loaded,
         workspace,
-        resume=getattr(args, "resume", None),
+        resume=resume,
         continue_latest=getattr(args, "continue_latest", False),
         overrides=args.overrides,
+        initial_prompt=getattr(args, "prompt", None),
     ).run()
     return 0
+
+
+def _refuse(problem: str) -> int:
+    print(f"codewhale: {problem}", file=sys.stderr)
+    return 2
+
+
+def attached_to_terminal() -> bool:
+    """Keys come from stdin; Textual draws on stderr; stdout redirected means a script."""
+    return all(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr))
+
+
+def unknown_session(session_id: str) -> str | None:
+    try:
+        SessionStore(user_dirs().data_dir).load(session_id)
+    except SessionError as error:
+        return str(error)  # names the id and `codewhale sessions list`
+    return None
+
+
+def missing_key(loaded: LoadedConfig) -> str | None:
+    """What to do when the provider needs a key, none is set and no offline model stands in."""
+    settings = loaded.provider_settings()
+    return missing_key_help(settings, loaded.user_file) if lacks_key(settings) else None

@@ -1,7 +1,10 @@
-"""First run without a key: explain the choices and save a key to the user config."""
+"""Starting without a key: explain the choices, save a key to the user config, and
+remember (per machine) that the offline model's dialog was shown."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 
 from textual.app import ComposeResult
@@ -10,13 +13,38 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from codewhale.atomic import atomic_write_text
 from codewhale.config import LoadedConfig
 from codewhale.config_write import update_config_file
+from codewhale.paths import user_dirs
 from codewhale.providers.local_model import missing_local_runtime
 from codewhale.providers.presets import DEFAULT_PROVIDER, preset_for
 
 # Local servers we can point at without a key, and the program that reveals each one.
 LOCAL_SERVERS = {"ollama": "ollama", "llamacpp": "llama-server", "vllm": "vllm"}
+# Per machine, not per workspace: the offline-model dialog is shown on the first launch only.
+STATE_FILE = "onboarding.json"
+OFFLINE_NOTICE = "offline_notice_shown"
+
+
+def first_offline_launch() -> bool:
+    """True the first time the offline model is used on this machine, remembering it.
+
+    An unreadable state file counts as not seen (the dialog shows once more); a
+    failed write is ignored, so a read-only state dir never blocks the app.
+    """
+    path = user_dirs().state_dir / STATE_FILE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    if not isinstance(state, dict):
+        state = {}
+    if state.get(OFFLINE_NOTICE):
+        return False
+    with contextlib.suppress(OSError):
+        atomic_write_text(path, json.dumps({**state, OFFLINE_NOTICE: True}) + "\n", mode=0o644)
+    return True
 
 
 def installed_local_providers() -> list[str]:

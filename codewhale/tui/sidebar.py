@@ -1,17 +1,36 @@
-"""The Work sidebar: checklist, plan and every sub-agent, updated row by row."""
+"""The Work sidebar: checklist, plan, RLM sessions and one two-line row per sub-agent.
+
+Rows are ordered running → waiting → finished (most recent first) and moved, never
+rebuilt; finished rows fade, then fold into one "N done" line that Enter or a click opens.
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from enum import IntEnum
+from itertools import count
 
+from rich.cells import cell_len
 from rich.text import Text
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
 from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
 from codewhale.subagents.roles import UI_COLORS, lookup_role
+
+# A finished row dims this long after it finished...
+FADE_AFTER_SECS = 60.0
+# ...and folds into the "N done" line after this long,
+COLLAPSE_AFTER_SECS = 600.0
+# or sooner, once this many more recently finished rows are showing.
+KEEP_FINISHED = 5
+# The sidebar's one timer: running rows' elapsed time, and fading/folding by age.
+TICK_SECS = 1.0
+# A row's text width until it has been laid out (the sidebar's content width).
+ROW_WIDTH = 35
 
 GLYPHS = {
     "pending": "◌",
@@ -21,10 +40,137 @@ GLYPHS = {
     "cancelled": "⊘",
     "interrupted": "⏸",
 }
+WAITING_LABELS = {"queued": "queued", "waiting_for_user": "waiting for you"}
+CONTINUABLE = "continuable: Enter, then Continue"
 
 
-def _tokens(count: int) -> str:
+def wall_clock() -> float:
+    """Seconds since the epoch, as records stamp `finished_at_ms`; tests move it forward."""
+    return time.time()
+
+
+class Group(IntEnum):
+    """Where a row sorts: running children first, then waiting ones, then finished ones."""
+
+    RUNNING = 0
+    WAITING = 1
+    FINISHED = 2
+
+
+def group_of(snapshot: AgentSnapshot) -> Group:
+    if snapshot.terminal:
+        return Group.FINISHED
+    if snapshot.status == "pending" or snapshot.worker_status in WAITING_LABELS:
+        return Group.WAITING
+    return Group.RUNNING
+
+
+def role_color(snapshot: AgentSnapshot) -> str:
+    """The agent definition's colour when it has one, else its role's."""
+    role = lookup_role(snapshot.role)
+    return snapshot.color or (UI_COLORS.get(role, "white") if role else "white")
+
+
+def one_line(text: str) -> str:
+    return " ".join(clean_text(text).split())
+
+
+def tokens_text(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
+def elapsed_text(ms: int) -> str:
+    seconds = max(0, ms) // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _plural(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def counts_text(snapshot: AgentSnapshot) -> str:
+    """Steps (model responses), tool calls and tokens; empty before the first response."""
+    if not (snapshot.steps_taken or snapshot.tool_calls or snapshot.tokens):
+        return ""
+    parts = [_plural(snapshot.steps_taken, "step"), _plural(snapshot.tool_calls, "tool")]
+    if snapshot.tokens:
+        parts.append(tokens_text(snapshot.tokens))
+    return " ".join(parts)
+
+
+def squeeze(text: str, width: int) -> str:
+    """`text` in `width` cells, cut in the middle: model names differ at their ends."""
+    if cell_len(text) <= width:
+        return text
+    if width < 3:
+        return "…"[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return f"{text[:head]}…{text[-tail:]}"
+
+
+def _fit(left: Text, right: str, width: int) -> Text:
+    """`left`, cut with an ellipsis where needed, and `right` flush with the right edge."""
+    line = left.copy()
+    line.truncate(max(_room(right, width), 1), overflow="ellipsis")
+    if right:
+        line.append(" " * (width - line.cell_len - cell_len(right)))
+        line.append(right, style="dim")
+    return line
+
+
+def _room(right: str, width: int) -> int:
+    """The cells left of `right` (and the space before it)."""
+    return width - cell_len(right) - (1 if right else 0)
+
+
+def row_text(snapshot: AgentSnapshot, elapsed_ms: int, width: int) -> Text:
+    """Line 1: glyph, nickname, task title, elapsed. Line 2: model (or why it waits), counts."""
+    color = role_color(snapshot)
+    head = Text()
+    head.append(f"{GLYPHS.get(snapshot.status, '?')} ", style=color)
+    head.append(one_line(snapshot.nickname), style=color)
+    head.stylize("bold", 2)
+    head.append(f" {one_line(snapshot.description)}")
+    elapsed = "" if snapshot.status == "pending" else elapsed_text(elapsed_ms)
+    counts = "" if snapshot.continuable else counts_text(snapshot)
+    detail = Text("  ")
+    waiting = WAITING_LABELS.get(snapshot.worker_status)
+    if snapshot.continuable:  # what to do next matters more here than what it did
+        detail.append(CONTINUABLE, style="yellow")
+    else:
+        if waiting is not None and not snapshot.terminal:
+            detail.append(f"{waiting} ", style="yellow")
+        room = _room(counts, width) - detail.cell_len
+        detail.append(squeeze(one_line(snapshot.model), max(room, 0)), style="dim")
+    lines = Text("\n").join([_fit(head, elapsed, width), _fit(detail, counts, width)])
+    lines.no_wrap = True
+    return lines
+
+
+def row_tooltip(snapshot: AgentSnapshot, elapsed_ms: int) -> Text:
+    """Everything the row abbreviates, spelled out."""
+    state = snapshot.status
+    if snapshot.activity and not snapshot.terminal:
+        state = f"{state} · {one_line(snapshot.activity)}"
+    return Text(
+        "\n".join(
+            [
+                one_line(snapshot.description),
+                f"{one_line(snapshot.nickname)} ({one_line(snapshot.name)}) · "
+                f"{one_line(snapshot.type)}",
+                f"model {one_line(snapshot.model)}",
+                state,
+                f"{_plural(snapshot.steps_taken, 'step')} · "
+                f"{_plural(snapshot.tool_calls, 'tool call')} · "
+                f"{snapshot.tokens:,} tokens · {elapsed_text(elapsed_ms)}",
+            ]
+        )
+    )
 
 
 class AgentRow(Static, can_focus=True):
@@ -34,27 +180,53 @@ class AgentRow(Static, can_focus=True):
     class Selected(Message):
         agent_id: str
 
-    def __init__(self, snapshot: AgentSnapshot) -> None:
+    def __init__(self, snapshot: AgentSnapshot, arrival: int) -> None:
         super().__init__(id=f"row-{snapshot.agent_id}", classes="agent-row", markup=False)
         self.agent_id = snapshot.agent_id
-        self.show(snapshot)
+        self.arrival = arrival  # first seen: the order within the running and waiting groups
+        self.snapshot = snapshot
+        self.received = wall_clock()  # when `snapshot` came: a running child's time counts on
+        self._elapsed_shown = ""
+        self._paint(self.received)
+
+    @property
+    def group(self) -> Group:
+        return group_of(self.snapshot)
+
+    @property
+    def finished_at(self) -> float:
+        return (self.snapshot.finished_at_ms or 0) / 1000
+
+    def sort_key(self) -> tuple[int, float, int]:
+        if self.group is Group.FINISHED:
+            return (Group.FINISHED, -self.finished_at, self.arrival)
+        return (self.group, 0.0, self.arrival)
+
+    def elapsed_ms(self, now: float) -> int:
+        """The snapshot's elapsed time, plus the time since it arrived while the child runs."""
+        since = int((now - self.received) * 1000) if self.snapshot.status == "running" else 0
+        return self.snapshot.elapsed_ms + max(0, since)
 
     def show(self, snapshot: AgentSnapshot) -> None:
-        role = lookup_role(snapshot.role)
-        color = snapshot.color or (UI_COLORS.get(role, "white") if role else "white")
-        line = Text()
-        line.append(f"{GLYPHS.get(snapshot.status, '?')} ", style=color)
-        line.append(clean_text(snapshot.nickname), style="bold")
-        line.append(f"  {snapshot.type}", style=color)
-        seconds = snapshot.elapsed_ms // 1000
-        line.append(f"  {seconds}s  {_tokens(snapshot.tokens)} tok\n", style="dim")
-        activity = "queued" if snapshot.worker_status == "queued" else snapshot.activity
-        if snapshot.terminal:
-            activity = snapshot.status
-        if snapshot.continuable:
-            activity = "continuable: Enter, then Continue"
-        line.append(f"  {clean_text(activity or snapshot.worker_status)[:40]}", style="dim")
-        self.update(line)
+        self.snapshot = snapshot
+        self.received = wall_clock()
+        self._paint(self.received)
+
+    def tick(self, now: float) -> None:
+        """Redraw when the shown elapsed time changed."""
+        if elapsed_text(self.elapsed_ms(now)) != self._elapsed_shown:
+            self._paint(now)
+
+    def on_resize(self) -> None:
+        self._paint(wall_clock())
+
+    def _paint(self, now: float) -> None:
+        elapsed = self.elapsed_ms(now)
+        self._elapsed_shown = elapsed_text(elapsed)
+        self.tooltip = row_tooltip(self.snapshot, elapsed)
+        width = self.content_size.width or ROW_WIDTH
+        # Two lines whatever they say (`.agent-row` height): no layout pass needed.
+        self.update(row_text(self.snapshot, elapsed, width), layout=False)
 
     def on_click(self) -> None:
         self.post_message(self.Selected(self.agent_id))
@@ -63,57 +235,147 @@ class AgentRow(Static, can_focus=True):
         self.post_message(self.Selected(self.agent_id))
 
 
+class DoneLine(Static, can_focus=True):
+    """The folded finished rows as one line; click or Enter shows or hides them."""
+
+    class Toggled(Message):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__("", id="done-line", markup=False)
+        self.display = False
+
+    def show_count(self, folded: int, expanded: bool) -> None:
+        self.display = folded > 0
+        if expanded:
+            self.update(Text.assemble(f"▾ {folded} done", ("  Enter hides", "dim")))
+        else:
+            self.update(Text.assemble(f"▸ {folded} done", ("  Enter shows", "dim")))
+
+    def on_click(self) -> None:
+        self.post_message(self.Toggled())
+
+    def key_enter(self) -> None:
+        self.post_message(self.Toggled())
+
+
 class WorkSidebar(VerticalScroll):
-    """Reads snapshots; never blocks the engine; rebuilt only for sections that changed."""
+    """Reads snapshots; never blocks the engine; updates the one row an event is about."""
 
     def __init__(self) -> None:
         super().__init__(id="work")
         self.border_title = "Work"
-        self.checklist = Static("", classes="section", markup=False)
-        self.plan = Static("", classes="section", markup=False)
-        self.rlm = Static("—", classes="section", markup=False)
+        # Empty sections say "—"; on a narrow terminal they step aside for the rows.
+        self.checklist_title = Static("Checklist", classes="section-title empty")
+        self.checklist = Static("—", classes="section empty", markup=False)
+        self.plan_title = Static("Plan", classes="section-title empty")
+        self.plan = Static("—", classes="section empty", markup=False)
+        self.rlm_title = Static("RLM sessions", classes="section-title empty")
+        self.rlm = Static("—", classes="section empty", markup=False)
         self.agents_title = Static("Sub-agents: none", classes="section-title")
+        self.agent_rows = Vertical(id="agent-rows")
+        self.done_line = DoneLine()
+        self.expanded = False  # the user opened the "N done" line
         self._rows: dict[str, AgentRow] = {}
-        self._statuses: dict[str, str] = {}
+        self._arrivals = count()
 
     def compose(self):
-        yield Static("Checklist", classes="section-title")
+        yield self.checklist_title
         yield self.checklist
-        yield Static("Plan", classes="section-title")
+        yield self.plan_title
         yield self.plan
-        yield Static("RLM sessions", classes="section-title")
+        yield self.rlm_title
         yield self.rlm
         yield self.agents_title
+        yield self.agent_rows
+        yield self.done_line
+
+    def on_mount(self) -> None:
+        self.set_interval(TICK_SECS, self.tick)
+
+    @staticmethod
+    def _fill(title: Static, body: Static, lines: list[str]) -> None:
+        body.update("\n".join(lines) or "—")
+        for widget in (title, body):
+            widget.set_class(not lines, "empty")
 
     def show_work(self, work: dict) -> None:
         items = work.get("checklist", [])
         marks = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
-        if items:
-            lines = [f"{work.get('percent_complete', 0)}% complete"]
-            lines += [f"{marks[i['status']]} {clean_text(i['text'])}" for i in items]
-            self.checklist.update("\n".join(lines))
-        else:
-            self.checklist.update("—")
-        steps = work.get("plan", [])
-        self.plan.update(
-            "\n".join(f"{marks[s['status']]} {clean_text(s['text'])}" for s in steps) or "—"
-        )
+        lines = [f"{work.get('percent_complete', 0)}% complete"] if items else []
+        lines += [f"{marks[i['status']]} {clean_text(i['text'])}" for i in items]
+        self._fill(self.checklist_title, self.checklist, lines)
+        steps = [f"{marks[s['status']]} {clean_text(s['text'])}" for s in work.get("plan", [])]
+        self._fill(self.plan_title, self.plan, steps)
 
     def show_rlm(self, sessions: dict) -> None:
         lines = [
             f"{name}  {len(s.context):,} chars · {s.evals} evals · {s.kernel.rpc_count} calls"
             for name, s in sessions.items()
         ]
-        self.rlm.update("\n".join(lines) or "—")
+        self._fill(self.rlm_title, self.rlm, lines)
 
     async def show_agent(self, snapshot: AgentSnapshot) -> None:
+        """Called once per mailbox event: updates that child's row and moves it if it must."""
         row = self._rows.get(snapshot.agent_id)
         if row is None:
-            row = AgentRow(snapshot)
+            row = AgentRow(snapshot, next(self._arrivals))
             self._rows[snapshot.agent_id] = row
-            await self.mount(row)
+            await self.agent_rows.mount(row)
         else:
             row.show(snapshot)
-        self._statuses[snapshot.agent_id] = snapshot.status
-        running = sum(status == "running" for status in self._statuses.values())
-        self.agents_title.update(f"Sub-agents: {len(self._rows)} ({running} running)")
+        self._arrange()
+        self._fold(wall_clock())
+        self.agents_title.update(
+            f"Sub-agents: {len(self._rows)} ({self.count(Group.RUNNING)} running)"
+        )
+
+    def count(self, group: Group) -> int:
+        return sum(row.group is group for row in self._rows.values())
+
+    def child_counts(self) -> tuple[int, int]:
+        """(running, waiting): what the status line says while the sidebar is hidden."""
+        return self.count(Group.RUNNING), self.count(Group.WAITING)
+
+    def tick(self) -> None:
+        """Once a second: running rows' elapsed time, and finished rows fading and folding."""
+        now = wall_clock()
+        for row in self._rows.values():
+            if row.snapshot.status == "running":
+                row.tick(now)
+        self._fold(now)
+
+    def _arrange(self) -> None:
+        """Move the rows that are out of place; the others stay where they are."""
+        wanted = sorted(self._rows.values(), key=AgentRow.sort_key)
+        children = self.agent_rows.children
+        for index, row in enumerate(wanted):
+            if children[index] is not row:
+                self.agent_rows.move_child(row, before=index)
+
+    def _fold(self, now: float) -> None:
+        """Fade finished rows with age; fold the old ones and those past KEEP_FINISHED.
+
+        A continuable row waits for the user's Continue, so it neither fades nor folds.
+        """
+        finished = sorted(
+            (row for row in self._rows.values() if row.group is Group.FINISHED),
+            key=AgentRow.sort_key,
+        )
+        shown = folded = 0
+        for row in finished:  # most recent first
+            age = now - row.finished_at
+            keep = row.snapshot.continuable
+            foldable = not keep and (shown >= KEEP_FINISHED or age >= COLLAPSE_AFTER_SECS)
+            row.set_class(not keep and age >= FADE_AFTER_SECS, "faded")
+            row.set_class(foldable and not self.expanded, "folded")
+            if foldable:
+                folded += 1
+            elif not keep:
+                shown += 1
+        self.done_line.show_count(folded, self.expanded)
+
+    def on_done_line_toggled(self, message: DoneLine.Toggled) -> None:
+        message.stop()
+        self.expanded = not self.expanded
+        self._fold(wall_clock())

@@ -187,6 +187,21 @@ def test_usage_errors_exit_2(run_exec, tmp_path):
     assert "Refusing plain http://" in result.stderr
 
 
+def test_a_missing_key_exits_2_with_the_fix_before_any_request(llm, run_exec, workspace):
+    env = {key: value for key, value in run_exec.env.items() if key != "DEEPSEEK_API_KEY"}
+    command = [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace)]
+    result = subprocess.run(
+        [*command, "--provider", "deepseek", "hi"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "DeepSeek needs an API key" in result.stderr and "DEEPSEEK_API_KEY" in result.stderr
+    assert llm.requests == []
+
+
 def test_resume_after_a_crash_mid_write_and_no_key_in_session_files(llm, run_exec):
     llm.enqueue(Reply(text="first answer"))
     assert run_exec("remember the number 42").returncode == 0

@@ -114,7 +114,7 @@ async def test_agent_command_opens_a_child_shown_in_the_sidebar(llm, make_app, w
         await wait_for(pilot, lambda: bool(app.query(AgentRow)))
         await wait_for(pilot, lambda: not app.turn_running)
         row = app.query_one(AgentRow)
-        assert "✓" in str(row.render()) and "explore" in str(row.render())
+        assert "✓" in str(row.render()) and "explore" in str(row.tooltip)
         await pilot.click(f"#{row.id}")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "AgentScreen"

@@ -218,6 +218,8 @@ def test_snapshot_onboarding(snap_compare, llm, monkeypatch):
     FIXED.mkdir(exist_ok=True)
     home = FIXED / "home"
     (home / "config" / "config.toml").unlink(missing_ok=True)
+    # The dialog shows on a machine's first launch only: make this one the first.
+    (home / "state" / "onboarding.json").unlink(missing_ok=True)
     monkeypatch.setenv("CODEWHALE_HOME", str(home))  # the dialog shows this path
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no local servers to offer
@@ -235,6 +237,8 @@ def test_snapshot_offline_onboarding(snap_compare, monkeypatch):
     FIXED.mkdir(exist_ok=True)
     home = FIXED / "home"
     (home / "config" / "config.toml").unlink(missing_ok=True)
+    # The dialog shows on a machine's first launch only: make this one the first.
+    (home / "state" / "onboarding.json").unlink(missing_ok=True)
     monkeypatch.setenv("CODEWHALE_HOME", str(home))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     app = CodeWhaleApp(load_config(workspace=FIXED), FIXED)
