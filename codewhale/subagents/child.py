@@ -54,7 +54,9 @@ class Child:
     stop: tuple[ChildState, str] | None = None
     last_progress: float = field(default_factory=time.monotonic)
     last_tail_publish: float = 0.0
+    # The end of the answer the current step is writing, and what progress last showed.
     text_tail: str = ""
+    published_tail: str = ""
 
     @property
     def agent_id(self) -> str:

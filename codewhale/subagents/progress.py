@@ -82,13 +82,21 @@ class ChildProgress:
                 )
             )
         elif isinstance(event, events.AssistantMessage):
+            # The step's answer is complete: show its end even if the throttle held it
+            # back, then start the next step's preview empty.
+            if child.text_tail != child.published_tail:
+                self._publish_tail(child)
+            child.text_tail = child.published_tail = ""
             record.steps_taken += 1
             if not event.interrupted:
                 move(record, ChildState.RUNNING)
         elif isinstance(event, events.TurnStarted | events.SteerAccepted):
             move(record, ChildState.MODEL_WAIT)
-        elif isinstance(event, events.AssistantDelta | events.ReasoningDelta):
+        elif isinstance(event, events.AssistantDelta):
             self._streaming(child, event.text)
+        elif isinstance(event, events.ReasoningDelta):
+            # Thinking is progress, but the preview shows only the answer being written.
+            move(record, ChildState.MODEL_WAIT)
         elif isinstance(event, events.WaitStarted):
             move(record, ChildState.WAITING_FOR_CHILDREN, "waiting for its sub-agents")
         elif isinstance(event, events.WaitEnded):
@@ -98,13 +106,16 @@ class ChildProgress:
         self.dirty()
 
     def _streaming(self, child: Child, text: str) -> None:
+        self.lifecycle.move(child.record, ChildState.MODEL_WAIT)
+        child.add_text(text)
+        if time.monotonic() - child.last_tail_publish >= PROGRESS_INTERVAL_SECS:
+            self._publish_tail(child)
+
+    def _publish_tail(self, child: Child) -> None:
+        """A progress event carrying the end of what the child is writing (the whole tail)."""
         record = child.record
-        self.lifecycle.move(record, ChildState.MODEL_WAIT)
-        tail = child.add_text(text)
-        now = time.monotonic()
-        if now - child.last_tail_publish < PROGRESS_INTERVAL_SECS:
-            return
-        child.last_tail_publish = now
+        child.last_tail_publish = time.monotonic()
+        child.published_tail = tail = child.text_tail
         record.activity = f"step {record.steps_taken + 1} · writing"
         self.mailbox.publish(
             lambda seq: agent_events.AgentProgress(

@@ -127,3 +127,28 @@ def with_attachments(message: str, attachments: list[Attachment]) -> str:
     if not attachments:
         return message
     return "\n\n".join([message, *(item.block() for item in attachments)])
+
+
+_BLOCK = re.compile(
+    r'<attachment path="(?P<path>[^"]*)"(?: omitted="(?P<omitted>[^"]*)"/>'
+    r'|(?: lines="\d+")?(?P<cut> truncated="[^"]*")?>\n(?P<text>.*?)</attachment>)',
+    re.S,
+)
+
+
+def split_attachments(sent: str) -> tuple[str, list[Attachment]]:
+    """A message as sent (with_attachments) back into the typed text and its attachments."""
+    typed, marker, rest = sent.partition("\n\n<attachment ")
+    if not marker:
+        return sent, []
+    found = [
+        Attachment(
+            html.unescape(match["path"]),
+            # block() ended a cut text with a newline of its own; the line count is the same.
+            text=(match["text"] or "").removesuffix("\n") if match["cut"] else match["text"] or "",
+            truncated=bool(match["cut"]),
+            omitted=html.unescape(match["omitted"] or ""),
+        )
+        for match in _BLOCK.finditer("<attachment " + rest)
+    ]
+    return typed, found

@@ -18,10 +18,12 @@ from textual.widget import Widget
 
 from codewhale.runtime import events
 from codewhale.runtime.events import AgentSnapshot
+from codewhale.tui.attachments import split_attachments
 from codewhale.tui.diff_view import DiffView, looks_like_diff
 from codewhale.tui.transcript import (
     AgentCell,
     AssistantMessage,
+    Notice,
     Reasoning,
     ToolCell,
     UserMessage,
@@ -65,7 +67,9 @@ def rebuild(
         content = message.get("content")
         text = content if isinstance(content, str) else ""
         if role == "user" and text.strip() and not text.startswith("<codewhale:"):
-            history.widgets.append(UserMessage(text))
+            typed, attached = split_attachments(text)
+            history.widgets.append(UserMessage(typed))
+            history.widgets += [Notice(item.chip(), "attachment") for item in attached]
         elif role == "assistant":
             # A result answers a call of the assistant message just before it (ids repeat
             # across steps with some providers).

@@ -531,3 +531,25 @@ async def test_a_child_with_depth_can_open_its_own_leaf_child(llm, make_session)
     assert spawned[0]["agent_id"] == opened["agent_id"]
     manager_last = [r for r in llm.requests if for_task("manager job")(r.json)][-1]
     assert "subagent_completion" in json.dumps(manager_last.json["messages"][-1])
+
+
+async def test_the_preview_tail_is_the_answer_of_the_current_step(llm, make_session):
+    session = make_session()
+    llm.route(
+        for_task("preview"),
+        Reply(
+            reasoning="SECRET-THOUGHT " * 5,
+            text="first step words",
+            tool_calls=[ToolCallSpec("read_file", {"path": "a.py"})],
+        ),
+        Reply(text=REPORT),
+    )
+    opened = session.manager.open({"prompt": "preview", "type": "explore"})
+    await wait_done(session, opened["agent_id"])
+    await session.close()
+    tails = [e["text_tail"] for e in envelopes(session, "progress") if e.get("text_tail")]
+    assert tails, "no preview was published"
+    assert not any("SECRET-THOUGHT" in tail for tail in tails)
+    # Each step's whole answer is shown at its end, and the next step starts afresh.
+    assert "first step words" in tails
+    assert tails[-1] == REPORT[-len(tails[-1]) :] and "first step" not in tails[-1]

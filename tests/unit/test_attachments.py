@@ -10,6 +10,7 @@ from codewhale.tui.attachments import (
     MAX_TOTAL_CHARS,
     Attachment,
     collect,
+    split_attachments,
     with_attachments,
 )
 
@@ -99,3 +100,16 @@ def test_attribute_text_is_escaped(tmp_path):
     (tmp_path / 'q"<a>.txt').write_text("q\n")
     [item] = collect(tmp_path, '@q"<a>.txt')
     assert item.block().startswith('<attachment path="q&quot;&lt;a&gt;.txt" lines="1">')
+
+
+def test_a_sent_message_splits_back_into_the_typed_text_and_its_chips():
+    attached = [
+        Attachment("notes.txt", text="a\nb\n"),
+        Attachment("big.log", text="x" * 10, truncated=True),
+        Attachment("logo.png", omitted="binary file"),
+    ]
+    sent = with_attachments("look at @notes.txt and @big.log", attached)
+    typed, found = split_attachments(sent)
+    assert typed == "look at @notes.txt and @big.log"
+    assert [item.chip() for item in found] == [item.chip() for item in attached]
+    assert split_attachments("no files here") == ("no files here", [])
