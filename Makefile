@@ -54,10 +54,15 @@ $(STAMP_LOCAL): pyproject.toml | $(BIN)/python
 
 local: $(STAMP_LOCAL)
 
+# Bytecode is compiled ahead (only what changed): the install is editable, and with
+# PYTHONDONTWRITEBYTECODE set Python would otherwise compile every module at every start.
+COMPILE := $(BIN)/python -m compileall -q codewhale
+
 # The app runs without the offline model (it then asks for a key), so a failed
 # llama.cpp build warns instead of stopping `make run`.
 run: $(STAMP_RUN)
 	@$(MAKE) --no-print-directory local || echo "warning: the offline model is not installed (see above); continuing without it"
+	@$(COMPILE)
 	@echo "==> Starting codewhale (Ctrl+Q quits)"
 	$(BIN)/codewhale
 
@@ -69,6 +74,7 @@ lint: $(STAMP_DEV)
 	$(BIN)/lint-imports --no-logo
 
 test: lint $(STAMP_LOCAL)
+	@$(COMPILE)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP_DEV) $(STAMP_LOCAL)

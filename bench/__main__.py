@@ -13,8 +13,10 @@ BENCHMARKS = (
     "rlm",
     "handles",
     "ui_load",
+    "resume",
     "completion",
     "local",
+    "compaction",
 )
 
 

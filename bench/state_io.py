@@ -1,17 +1,22 @@
 """What persisting sub-agent records costs under bursts of 10,000 and 50,000 events.
 
-20 children's records receive tool-call events as fast as the event loop can
-deliver them (yielding between events, as real streams do). Measured twice in
-one run: with the state file being written (coalesced, written off-loop) and with
-persistence off. The difference is what keeping records on disk costs the event
-loop; the final write, which lands in a worker thread after the burst, is outside it.
-Writes are coalesced over 200 ms, so the short burst mostly measures bookkeeping and
-the long one (several writes) the cost of the writes themselves.
+A workspace with history: the state file holds 200 finished records of an earlier
+session, each with its 128 events, beside the 20 children of this one. The
+children's records receive the events of model steps (text, usage, the answer, a
+tool call started and finished) as fast as the event loop can deliver them
+(yielding between events, as real streams do), so their own event lists fill up
+and churn. Measured in one run, in alternating order, with the state kept on disk
+and with persistence off. The difference is what keeping records on disk costs
+the event loop while events stream; the snapshots of the records as they start
+(before the burst) and as they end (after it) are outside it. Changes are
+coalesced over 200 ms: the short burst mostly measures bookkeeping, the long one
+the writes during the stream too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import tempfile
@@ -22,10 +27,50 @@ from codewhale.engine import events
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
 from codewhale.subagents.lifecycle import ChildState
+from codewhale.subagents.records import MAX_EVENTS, WorkerRecord
+from codewhale.subagents.store import SubagentStore
 
 BURSTS = (10_000, 50_000)
 CHILDREN = 20
-ROUNDS = 5
+EARLIER_RECORDS = 200
+ROUNDS = 15
+# One model step of a child, as its engine reports it.
+STEP = (
+    events.AssistantDelta(text="Looking at the parser next. "),
+    events.UsageEvent(input=12_000, output=300, cache_hit=11_000, cache_miss=1_000),
+    events.AssistantMessage(content="Looking at the parser next. ", tool_calls=1),
+    events.ToolCallStarted(call_id="c", name="grep_files", arguments="{}", summary="parse_"),
+    events.ToolCallFinished(call_id="c", name="grep_files", ok=True, output_preview="12 hits"),
+)
+
+
+def seed_earlier_session(workspace: Path) -> None:
+    """The state file a long-used workspace has: finished records with full event lists."""
+    agents = []
+    for i in range(EARLIER_RECORDS):
+        record = WorkerRecord(
+            run_id=f"run_{i:012x}",
+            agent_id=f"agent_{i:08x}",
+            name=f"agent_{i:08x}",
+            nickname="Moby",
+            objective="Find where the config loader reads the user file and report it. " * 4,
+            description="config loader",
+            type="explore",
+            role="explore",
+            model="deepseek-v4-flash",
+            workspace=str(workspace),
+            git_branch="main",
+            session_boot_id="boot_earlier0000",
+            status="completed",
+            worker_status="completed",
+        )
+        for step in range(MAX_EVENTS):
+            record.add_event("running_tool", "grep_files", step=step, tool="grep_files")
+        record.result = "SUMMARY: found it.\n" * 20
+        agents.append(record.to_json())
+    state = SubagentStore(workspace).state_file
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"schema_version": 1, "agents": agents}))
 
 
 async def burst(persist: bool, workspace: Path, count: int) -> float:
@@ -41,16 +86,12 @@ async def burst(persist: bool, workspace: Path, count: int) -> float:
         manager.lifecycle.enter(child.record, "queued")
         manager.lifecycle.move(child.record, ChildState.STARTING)
         children.append(child)
+    # The records as they start are written before the burst: the burst is the events.
+    await manager.flush()
     started = time.perf_counter()
     for n in range(count):
         child = children[n % CHILDREN]
-        if n % 2:
-            event = events.ToolCallFinished(
-                call_id="c", name="grep_files", ok=True, output_preview=""
-            )
-        else:
-            event = events.ToolCallStarted(call_id="c", name="grep_files", arguments="{}")
-        manager.progress.on_event(child, event)
+        manager.progress.on_event(child, STEP[n // CHILDREN % len(STEP)])
         await asyncio.sleep(0)
     elapsed = time.perf_counter() - started
     # The trailing write lands off the event loop; wait for it outside the measurement.
@@ -85,17 +126,22 @@ async def measure() -> None:
         )
         workspace = Path(scratch) / "ws"
         workspace.mkdir()
+        seed_earlier_session(workspace)
         await burst(True, workspace, 1000)  # warm-up
         for count in BURSTS:
-            on, off = [], []
-            for _ in range(ROUNDS):
-                on.append(await burst(True, workspace, count))
-                off.append(await burst(False, workspace, count))
-            with_io, without = statistics.median(on), statistics.median(off)
+            on, off, extra = [], [], []
+            for round_ in range(ROUNDS):
+                # Alternating which goes first: a neighbour's load slows both alike.
+                order = (True, False) if round_ % 2 else (False, True)
+                times = {persist: await burst(persist, workspace, count) for persist in order}
+                on.append(times[True])
+                off.append(times[False])
+                extra.append(times[True] / times[False] - 1)
             print(
                 f"state_io: {count:>6} events over {CHILDREN} records  persistence on "
-                f"{with_io * 1000:6.1f} ms  off {without * 1000:6.1f} ms  "
-                f"extra {100 * (with_io / without - 1):+.1f}% (median of {ROUNDS})"
+                f"{statistics.median(on) * 1000:6.1f} ms  "
+                f"off {statistics.median(off) * 1000:6.1f} ms"
+                f"  extra {100 * statistics.median(extra):+.1f}% (median of {ROUNDS} pairs)"
             )
 
 

@@ -27,7 +27,12 @@ from tests.support.serve import loopback_process
 
 CHILDREN = 20
 TOKENS = 100
-REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
+# On its own line: glued to the last token the report is malformed, and each child is
+# reminded and streams all over again.
+REPORT = "\nSUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
+# Issue 16's targets, with 20 children streaming.
+TARGET_P95_MS = 20.0
+TARGET_CPU = 0.40
 
 
 def responder(body: dict) -> Reply:
@@ -48,10 +53,12 @@ async def measure(workspace: Path, on_agent_screen: bool) -> tuple[list[float], 
         await pilot.click("#composer")
         for char in "fan out":
             await pilot.press(char if char != " " else "space")
-        await pilot.press("enter")
+        # Posted, not pressed: Pilot.press waits for the screen to go idle, which while
+        # children stream is about when they finish, and the measurement would miss them.
+        app.composer.post_message(events.Key("enter", "\r"))
         cpu_before, wall_before = time.process_time(), time.perf_counter()
         while not app.runtime.manager.has_live_children():
-            await pilot.pause(0.01)
+            await asyncio.sleep(0.01)
         target: Any = app.composer
         if on_agent_screen:
             screen = AgentScreen(app.runtime.agents()[0].agent_id)
@@ -102,7 +109,14 @@ def main() -> None:
             f"  p95 {p95(latencies):5.1f} ms  app CPU {100 * cpu_share:4.0f}% of one core"
         )
     ratio = p95(runs["agent screen"][0]) / p95(runs["composer"][0])
-    print(f"ui_load: agent screen open / main screen, keystroke p95: {ratio:.2f}x (target < 50 ms)")
+    print(f"ui_load: agent screen open / main screen, keystroke p95: {ratio:.2f}x")
+    for where, (latencies, cpu_share, _) in runs.items():
+        print(
+            f"ui_load ({where}): keystroke p95 / target {TARGET_P95_MS:.0f} ms:"
+            f" {p95(latencies) / TARGET_P95_MS:.2f}x;"
+            f" app CPU / target {100 * TARGET_CPU:.0f}%: {cpu_share / TARGET_CPU:.2f}x"
+            " (both under 1.00x to meet them)"
+        )
 
 
 if __name__ == "__main__":

@@ -147,6 +147,61 @@ class RlmConfig(Section):
     max_processes: Annotated[int, Bounds(1, 4096)] = 64
 
 
+# keep_recent must stay this far under compact_at: a compaction has to free real room.
+MIN_COMPACTION_GAIN = 0.2
+
+
+class ContextConfig(Section):
+    """How much of the model's context window a conversation may fill (docs/CONTEXT.md)."""
+
+    section: ClassVar[str] = "context"
+    # Tokens (prompt + answer) the model takes; unset = known per model and provider.
+    window: Annotated[int | None, Bounds(2_048, 10_000_000)] = None
+    # Compact when the next request would fill this fraction of the window.
+    compact_at: Annotated[float, Bounds(0.3, 0.95)] = 0.8
+    # The newest messages kept word for word, as a fraction of the window.
+    keep_recent: Annotated[float, Bounds(0.05, 0.5)] = 0.25
+    # The model that writes the summary; unset = the provider's fast model.
+    summary_model: str | None = None
+    # Off: compaction happens only on /compact (a request past the window then fails).
+    auto_compact: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fractions(cls, data: Any) -> Any:
+        # A whole number here is a percentage typed by mistake (80 for 0.8); said before
+        # the bounds would clamp it into something meaningless.
+        for name in ("compact_at", "keep_recent"):
+            value = data.get(name) if isinstance(data, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                raise ValueError(
+                    f"{name} = {value}: expected a fraction of the window such as "
+                    f"{cls.model_fields[name].default}"
+                )
+        return data
+
+    @field_validator("summary_model")
+    @classmethod
+    def _model_id(cls, model: str | None) -> str | None:
+        if model is not None and not model.strip():
+            raise ValueError("expected a model id; leave the key out for the fast model")
+        return model.strip() if model is not None else None
+
+    @model_validator(mode="after")
+    def _room_to_shrink(self, info: ValidationInfo) -> ContextConfig:
+        """What is kept must leave room under the threshold, or every step would compact."""
+        most = round(self.compact_at - MIN_COMPACTION_GAIN, 2)
+        if self.keep_recent > most:
+            _note(
+                info,
+                ("context.keep_recent", "context.compact_at"),
+                f"context.keep_recent = {self.keep_recent:g} must be at most compact_at - "
+                f"{MIN_COMPACTION_GAIN:g}; using {most:g}",
+            )
+            self.__dict__["keep_recent"] = most
+        return self
+
+
 class TuiConfig(Section):
     section: ClassVar[str] = "tui"
     sidebar: bool = True
@@ -202,6 +257,7 @@ class Config(Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     rlm: RlmConfig = Field(default_factory=RlmConfig)
     tui: TuiConfig = Field(default_factory=TuiConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @field_validator("provider")

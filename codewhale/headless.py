@@ -171,6 +171,13 @@ class Printer:
             )
         elif isinstance(event, events.ErrorEvent):
             self.err.write(f"error: {clean_text(event.message)}\n")
+        elif isinstance(event, events.ContextCompacted):
+            self.err.write(
+                f"context compacted: {event.summarised} messages summarised, {event.kept} kept "
+                f"({event.tokens_before} -> about {event.tokens_after} tokens)\n"
+            )
+        elif isinstance(event, events.CompactionFailed):
+            self.err.write(f"warning: context not compacted: {clean_text(event.message)}\n")
         elif isinstance(event, events.TurnComplete) and event.final_text:
             self.out.write(clean_text(event.final_text).rstrip() + "\n")
 

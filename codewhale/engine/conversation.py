@@ -19,14 +19,40 @@ from codewhale.providers.types import Usage
 
 @dataclass
 class Conversation:
+    """`messages` only ever grows (recorders append from it), except that clear() empties it.
+
+    After a compaction, requests carry a view of it instead: the system prompt, the
+    summary standing for messages[1:recent_start], then messages[recent_start:] as they are.
+    """
+
     messages: list[dict[str, Any]]
     # The tool schemas and the number of messages the last request carried: a forked
     # child starts from exactly those, byte for byte.
     tools: list[dict[str, Any]] = field(default_factory=list)
     last_request_size: int = 0
+    summary: dict[str, Any] | None = None
+    recent_start: int = 0
+    # Counts clear()s, so work begun on the conversation before one can tell.
+    epoch: int = 0
+
+    def request_messages(self) -> list[dict[str, Any]]:
+        """What the model is sent: the same dicts every time, so the same bytes."""
+        if self.summary is None:
+            return self.messages
+        return [self.messages[0], self.summary, *self.messages[self.recent_start :]]
 
     def request_prefix(self) -> list[dict[str, Any]]:
-        return self.messages[: self.last_request_size]
+        return self.request_messages()[: self.last_request_size]
+
+    def compact(self, summary: dict[str, Any], recent_start: int) -> None:
+        """From now on `summary` stands for every message before `recent_start`."""
+        self.summary, self.recent_start = summary, recent_start
+
+    def clear(self) -> None:
+        """Back to the system prompt alone."""
+        del self.messages[1:]
+        self.summary, self.recent_start = None, 0
+        self.epoch += 1
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codewhale.engine import events
+from codewhale.engine.compaction import (
+    Compaction,
+    CompactionError,
+    CompactionFailed,
+    CompactionPolicy,
+    Compactor,
+    NothingToCompact,
+)
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.dispatch import ToolDispatcher
 from codewhale.providers.client import ChatClient
@@ -91,6 +99,8 @@ class Engine:
     # "timed_out", while an answer that keeps streaming is never cut.
     request_timeout_secs: float | None = None
     requester: str = "parent"
+    # When to summarise older turns (the `[context]` config); the window follows the model.
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     turns: int = 0
     _queued: deque[str] = field(default_factory=deque)
     _turn_state: _TurnState | None = None
@@ -104,6 +114,7 @@ class Engine:
         self._schemas = (
             self.offered_tools if self.offered_tools is not None else self.tools.schemas()
         )
+        self.compactor = Compactor(self.client, self.compaction)
 
     def schemas(self) -> list[dict[str, Any]]:
         return self._schemas
@@ -302,12 +313,15 @@ class Engine:
     async def _request(self, state: _TurnState) -> Completion:
         """One model request; the client retries it, and says so before each retry."""
         state.partial_text = ""
-        self.conversation.last_request_size = len(self.messages)
+        if self.compactor.due(self.conversation, self._schemas, self._model):
+            await self._compact(state)
+        messages = self.conversation.request_messages()
+        self.conversation.last_request_size = len(messages)
         self.conversation.tools = self._schemas
         idle = self.request_timeout_secs
         loop = asyncio.get_running_loop()
         streamed = False
-        stream = self.client.stream(self.messages, tools=self._schemas, model=self.model)
+        stream = self.client.stream(messages, tools=self._schemas, model=self.model)
         try:
             # An idle deadline: pushed back by every piece of the stream that arrives.
             async with asyncio.timeout_at(None if idle is None else loop.time() + idle) as deadline:
@@ -343,18 +357,65 @@ class Engine:
 
     def _finished(self, completion: Completion, state: _TurnState) -> Completion:
         if completion.usage is not None:
-            state.usage += completion.usage
-            price = cost_usd(self.client.settings.provider, self.model or "", completion.usage)
-            self.meter.add_own(completion.usage, price)
-            self._emit(
-                events.UsageEvent(
-                    input=completion.usage.input_tokens,
-                    output=completion.usage.output_tokens,
-                    cache_hit=completion.usage.cache_hit_tokens,
-                    cache_miss=completion.usage.cache_miss_tokens,
-                )
-            )
+            # The answer is appended next: the count covers it too.
+            self.compactor.observe(self.conversation, completion.usage, len(self.messages) + 1)
+            self._spent(completion.usage, self.model or "", state)
         return completion
+
+    def _spent(self, usage: Usage, model: str, state: _TurnState | None) -> None:
+        if state is not None:
+            state.usage += usage
+        self.meter.add_own(usage, cost_usd(self.client.settings.provider, model, usage))
+        self._emit(
+            events.UsageEvent(
+                input=usage.input_tokens,
+                output=usage.output_tokens,
+                cache_hit=usage.cache_hit_tokens,
+                cache_miss=usage.cache_miss_tokens,
+            )
+        )
+
+    # -- the context window ----------------------------------------------------------------
+
+    @property
+    def _model(self) -> str:
+        return self.model or self.client.settings.model
+
+    def context_use(self) -> tuple[int, int]:
+        """(tokens the next request would carry, the model's window)."""
+        size = self.compactor.size(self.conversation, self._schemas)
+        return size, self.compactor.window(self._model)
+
+    async def compact(self) -> Compaction:
+        """Summarise the older turns now (/compact); CompactionError leaves all as it was."""
+        done = await self._compact(None)
+        assert done is not None  # on demand, a compaction either happens or raises
+        self._checkpoint(sync=True)
+        return done
+
+    async def _compact(self, state: _TurnState | None) -> Compaction | None:
+        """Compact (in a turn: if still due), record it and say so; a failure only warns."""
+        manual = state is None
+        # The session file must hold every message before the record that folds them.
+        self._checkpoint()
+        try:
+            done = await self.compactor.compact(
+                self.conversation, self._schemas, self._model, manual=manual
+            )
+        except CompactionError as error:
+            if not isinstance(error, NothingToCompact):
+                self._emit(CompactionFailed(trigger=_trigger(manual), message=str(error)))
+            if manual:
+                raise
+            return None
+        if done is None:
+            return None
+        if done.usage is not None:
+            self._spent(done.usage, done.model, state)
+        self._checkpoint()  # what was appended while the summary was written comes first
+        kept = len(self.messages) - done.recent_start
+        self._emit(done.event(_trigger(manual), kept))
+        return done
 
     def _close_interrupted(self, state: _TurnState) -> None:
         """Leave a valid conversation behind: partial text kept, open tool calls answered."""
@@ -402,6 +463,10 @@ def _assistant_message(completion: Completion) -> dict[str, Any]:
             for call in completion.tool_calls
         ]
     return message
+
+
+def _trigger(manual: bool) -> str:
+    return "manual" if manual else "auto"
 
 
 def _retrying_event(notice: Retrying) -> events.Retrying:

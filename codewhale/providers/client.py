@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import operator
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol, TypeVar
@@ -73,26 +74,41 @@ _TOOLS = object()
 
 
 class _FragmentCache:
-    """The encoded JSON of each message (or tool schema) already sent, so a request
-    encodes only what is new since the last one.
+    """The encoded JSON of the arrays already sent, so a request encodes only what is new.
 
-    Entries are keyed by id() and hold the object itself, so an id cannot be reused by
-    another object while its entry lives. An entry also holds a snapshot of the object's
-    top-level values, compared on every use: replacing or removing a field
-    (`message["content"] = ...`, `message.pop("reasoning_content")`) re-encodes it. A change
-    inside a nested value (a tool call's arguments edited in place) is not seen: the
-    engine only ever appends new dicts, and sent messages must be replaced, not edited.
+    Two levels. Each array sent recently (a conversation's message list, the tool list)
+    is kept whole: its items and their encoding. The next request whose items
+    start with those same objects reuses that encoding as its prefix, checked by
+    identity at C speed, and encodes only the items after it; a conversation's request
+    then costs the messages added since its last one, however long it is. Below that,
+    each item's own encoding is kept by id(), so a list rebuilt from the same objects
+    (a fork, a compacted conversation keeping its recent turns) re-encodes nothing old.
 
-    Entries unused for KEEP_REQUESTS requests (a cleared conversation, one-off RLM calls
-    sharing the client) are dropped whenever the cache has doubled since the last pruning.
+    Entries hold the objects themselves, so an id cannot be reused by another object
+    while its entry lives. An object is encoded once for as long as it is cached:
+    a message already sent must be replaced by a new dict, never edited in place (the
+    engine only ever appends new ones), or the old bytes are sent again.
+
+    Arrays unused for KEEP_REQUESTS requests (a cleared conversation, the full list a
+    compaction replaced) are dropped at once; item entries unused as long and in no kept
+    array (also one-off RLM calls sharing the client) whenever the cache has doubled
+    since the last pruning.
     """
 
     KEEP_REQUESTS = 16
+    # Lists kept whole: a conversation, and the one-off calls that share its client.
+    KEEP_ARRAYS = 4
+    # A kept array's encoding is a list of pieces the request joins, not one string:
+    # joining it here too would copy the whole conversation twice per request. New items
+    # add pieces; past this many they are joined into one (a copy every few requests).
+    MAX_PIECES = 64
 
     def __init__(self, transform: Callable[[Any], Any] | None = None) -> None:
         self._transform = transform
-        # id(obj) -> [obj, values snapshot, encoded bytes, request number of last use]
+        # id(obj) -> [obj, encoded bytes, request number of last use]
         self._entries: dict[int, list[Any]] = {}
+        # (items, the pieces of their encoding, request number of last use), most recent first
+        self._arrays: list[tuple[list[Any], list[bytes], int]] = []
         self._requests = 0
         self._size_after_pruning = 0
 
@@ -103,36 +119,62 @@ class _FragmentCache:
         """Append the pieces of the JSON array of `items` to `out` (joined once, by the caller)."""
         self._requests += 1
         now = self._requests
-        entries = self._entries
+        items = list(items)
+        slot, known = self._longest_prefix(items)
+        pieces = list(self._arrays[slot][1]) if known else []
+        for item in items[known:]:
+            if pieces:
+                pieces.append(b",")
+            pieces.append(self._fragment(item))
+        if len(pieces) > self.MAX_PIECES:
+            pieces = [b"".join(pieces)]
+        if slot >= 0:
+            del self._arrays[slot]
+        self._arrays.insert(0, (items, pieces, now))
+        self._arrays = [
+            array
+            for array in self._arrays[: self.KEEP_ARRAYS]
+            if array[2] > now - self.KEEP_REQUESTS
+        ]
         out.append(b"[")
-        empty = len(out)
-        for item in items:
-            if not isinstance(item, dict):  # not what callers send; encoded, not cached
-                out.append(self._encode(item))
-                out.append(b",")
-                continue
-            snapshot = tuple(item.values())
-            entry = entries.get(id(item))
-            if entry is not None and entry[0] is item and entry[1] == snapshot:
-                entry[3] = now
-            else:
-                entry = [item, snapshot, self._encode(item), now]
-                entries[id(item)] = entry
-            out.append(entry[2])
-            out.append(b",")
-        if len(out) == empty:
-            out.append(b"]")
-        else:
-            out[-1] = b"]"  # in place of the comma after the last item
-        if len(entries) > 2 * self._size_after_pruning + 256:
-            self._prune(now - self.KEEP_REQUESTS)
+        out += pieces
+        out.append(b"]")
+        if len(self._entries) > 2 * self._size_after_pruning + 256:
+            self._prune()
+
+    def _longest_prefix(self, items: list[Any]) -> tuple[int, int]:
+        """The kept array that `items` starts with, the longest: (its slot, its length)."""
+        best, known = -1, 0
+        for slot, (kept, _, _) in enumerate(self._arrays):
+            size = len(kept)
+            if (
+                known < size <= len(items)
+                and items[0] is kept[0]
+                and all(map(operator.is_, items, kept))
+            ):
+                best, known = slot, size
+        return best, known
+
+    def _fragment(self, item: Any) -> bytes:
+        if not isinstance(item, dict):  # not what callers send; encoded, not cached
+            return self._encode(item)
+        entry = self._entries.get(id(item))
+        if entry is None or entry[0] is not item:
+            entry = self._entries[id(item)] = [item, self._encode(item), 0]
+        entry[2] = self._requests
+        encoded: bytes = entry[1]
+        return encoded
 
     def _encode(self, item: Any) -> bytes:
         value = item if self._transform is None else self._transform(item)
         return _ENCODER.encode(value).encode("utf-8")
 
-    def _prune(self, oldest: int) -> None:
-        self._entries = {key: e for key, e in self._entries.items() if e[3] > oldest}
+    def _prune(self) -> None:
+        oldest = self._requests - self.KEEP_REQUESTS
+        kept = {id(item) for items, _, _ in self._arrays for item in items}
+        self._entries = {
+            key: entry for key, entry in self._entries.items() if entry[2] > oldest or key in kept
+        }
         self._size_after_pruning = len(self._entries)
 
 
@@ -216,8 +258,9 @@ class ChatClient:
         """`encode_body(self.build_body(...))`, byte for byte, re-encoding only new messages.
 
         A conversation's earlier messages and its tool schemas are the same objects on
-        every step, so their encoded JSON is reused (see _FragmentCache); the bytes are
-        the same, so a forked child's prefix still matches its parent's on the wire.
+        every step, so their encoded JSON is reused (see _FragmentCache) and a step costs
+        the messages added since the last one, however long the conversation; the bytes
+        are the same, so a forked child's prefix still matches its parent's on the wire.
         """
         fields = self._fields(_MESSAGES, _TOOLS if tools else None, model, stream, params)
         pieces: list[bytes] = []

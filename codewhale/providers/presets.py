@@ -10,6 +10,30 @@ from dataclasses import dataclass
 
 from codewhale.providers.local_model import MODEL_ALIAS
 
+# For endpoints that serve whatever was loaded (vLLM, SGLang, llama.cpp, custom): a guess
+# on the small side, since compacting early costs a summary while a request past the
+# real window fails. `[context] window` sets the real figure.
+DEFAULT_CONTEXT_WINDOW = 32_768
+# The n_ctx the offline model's server is started with (LocalServer's context_tokens).
+LOCAL_CONTEXT_WINDOW = 8_192
+
+# Context windows of well-known model ids (tokens, prompt + answer). A model served under
+# an aggregator's name ("deepseek/deepseek-chat") is looked up by its last segment too.
+MODEL_WINDOWS: dict[str, int] = {
+    "deepseek-v4-pro": 128_000,
+    "deepseek-v4-flash": 128_000,
+    "deepseek-chat": 128_000,
+    "deepseek-reasoner": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "kimi-k2-0905-preview": 262_144,
+    "kimi-k2-turbo-preview": 262_144,
+    MODEL_ALIAS: LOCAL_CONTEXT_WINDOW,
+}
+
 
 @dataclass(frozen=True)
 class ProviderPreset:
@@ -30,6 +54,8 @@ class ProviderPreset:
     needs_text_content: bool = False
     # A floor under [network] stream_idle_timeout_secs, for servers that queue requests.
     min_idle_timeout_secs: float = 0.0
+    # Tokens (prompt + answer) its models take, for a model MODEL_WINDOWS does not know.
+    context_window: int = DEFAULT_CONTEXT_WINDOW
 
 
 PRESETS: dict[str, ProviderPreset] = {
@@ -48,6 +74,7 @@ PRESETS: dict[str, ProviderPreset] = {
                 "deepseek-chat",
                 "deepseek-reasoner",
             ),
+            context_window=128_000,
         ),
         ProviderPreset(
             name="openai",
@@ -56,6 +83,7 @@ PRESETS: dict[str, ProviderPreset] = {
             key_env="OPENAI_API_KEY",
             default_model="gpt-4.1",
             fast_model="gpt-4.1-mini",
+            context_window=128_000,
         ),
         ProviderPreset(
             name="openrouter",
@@ -72,6 +100,7 @@ PRESETS: dict[str, ProviderPreset] = {
             key_env="MOONSHOT_API_KEY",
             default_model="kimi-k2-0905-preview",
             fast_model="kimi-k2-turbo-preview",
+            context_window=128_000,
         ),
         ProviderPreset(
             name="ollama",
@@ -126,6 +155,7 @@ PRESETS: dict[str, ProviderPreset] = {
             # It answers one request at a time; one queued behind sub-agents' turns gets
             # no data (only keep-alive comments) until its turn comes.
             min_idle_timeout_secs=600.0,
+            context_window=LOCAL_CONTEXT_WINDOW,
         ),
         ProviderPreset(
             name="custom",
@@ -140,6 +170,15 @@ PRESETS: dict[str, ProviderPreset] = {
 }
 
 DEFAULT_PROVIDER = "deepseek"
+
+
+def context_window(provider: str, model: str) -> int:
+    """The tokens `model` takes on `provider`'s endpoint: known per model, else per preset."""
+    known = MODEL_WINDOWS.get(model) or MODEL_WINDOWS.get(model.rsplit("/", 1)[-1])
+    if known is not None:
+        return known
+    preset = PRESETS.get(provider)
+    return preset.context_window if preset is not None else DEFAULT_CONTEXT_WINDOW
 
 
 def preset_for(name: str) -> ProviderPreset:

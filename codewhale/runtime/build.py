@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from codewhale.config import load_config
+from codewhale.config import LoadedConfig, load_config
 from codewhale.engine import events
+from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
@@ -48,6 +49,7 @@ def open_runtime(
     *,
     workspace: Path,
     overrides: Mapping[str, Any] | None = None,
+    loaded: LoadedConfig | None = None,
     mode: Mode = Mode.AGENT,
     emit: Callable[[events.Event], None] = lambda event: None,
     resume: str | None = None,
@@ -55,11 +57,16 @@ def open_runtime(
     max_steps: int | None = None,
     retry_base_delay_secs: float = 0.5,
 ) -> Runtime:
-    """Everything one conversation needs; raises ConfigError or RuntimeSetupError."""
+    """Everything one conversation needs; raises ConfigError or RuntimeSetupError.
+
+    `loaded`: the config already read for this workspace and overrides (the app's start-up
+    checks read it), so it is not read and validated twice.
+    """
     workspace = workspace.resolve()
     if not workspace.is_dir():
         raise RuntimeSetupError(f"workspace {workspace} is not a directory")
-    loaded = load_config(workspace=workspace, overrides=overrides)
+    if loaded is None:
+        loaded = load_config(workspace=workspace, overrides=overrides)
     settings = loaded.provider_settings()
     dirs = user_dirs()
     local_server = _local_server(settings, dirs.state_dir)
@@ -123,6 +130,7 @@ def open_runtime(
             return None
         return memory.read_text(encoding="utf-8", errors="replace")[-MAX_MEMORY_CHARS:]
 
+    compaction = CompactionPolicy.from_config(loaded.config.context)
     manager = SubAgentManager(
         workspace=workspace,
         client=client,
@@ -136,6 +144,7 @@ def open_runtime(
         agent_tools_factory=agent_tools,
         emit=emit,
         memory_text=memory_text,
+        compaction=compaction,
     )
     if manager.state_error:
         warnings.append(manager.state_error)
@@ -169,6 +178,7 @@ def open_runtime(
         inbox=root.inbox,
         meter=meter,
         hold=manager.hold_for(root),
+        compaction=compaction,
     )
     if resuming and (note := manager.adopt_session()):
         root.inbox.runtime_event(note)

@@ -1,5 +1,6 @@
 """The events a front end consumes, in one namespace: the engine's and the sub-agents'."""
 
+from codewhale.engine.compaction import CompactionFailed, ContextCompacted
 from codewhale.engine.events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -46,6 +47,8 @@ __all__ = [
     "ApprovalResolved",
     "AssistantDelta",
     "AssistantMessage",
+    "CompactionFailed",
+    "ContextCompacted",
     "ErrorEvent",
     "Event",
     "ReasoningDelta",

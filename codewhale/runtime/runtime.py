@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.config import LoadedConfig
+from codewhale.engine.compaction import Compaction, CompactionError
 from codewhale.engine.conversation import UsageMeter
 from codewhale.engine.events import Event
 from codewhale.engine.loop import Engine, TurnResult
@@ -96,6 +97,10 @@ class Runtime:
     def turn_running(self) -> bool:
         return self.engine.running
 
+    def context_use(self) -> tuple[int, int]:
+        """(tokens the next request would carry, the model's context window)."""
+        return self.engine.context_use()
+
     def work(self) -> dict[str, Any]:
         return self.engine.context.work.snapshot()
 
@@ -144,8 +149,20 @@ class Runtime:
         """Start the conversation afresh (system prompt kept); children keep running."""
         if self.engine.running:
             raise RuntimeRequestError("a turn is running; press Esc first, then /clear")
-        del self.engine.messages[1:]
+        self.engine.conversation.clear()
         self.writer.record_clear()
+
+    async def compact(self) -> Compaction:
+        """Summarise the older turns into one message now; the newest stay as they are."""
+        if self.engine.running:
+            raise RuntimeRequestError(
+                "a turn is running (it compacts by itself when the context fills up); "
+                "press Esc first, then /compact"
+            )
+        try:
+            return await self.engine.compact()
+        except CompactionError as error:
+            raise RuntimeRequestError(f"nothing was compacted: {error}") from None
 
     async def revert(self, turns: int) -> str:
         """Restore the files changed in the last `turns` turns; says which."""

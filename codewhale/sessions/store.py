@@ -23,7 +23,14 @@ from codewhale import __version__
 
 # Events worth keeping in the session file (deltas are not: the messages hold the text).
 RECORDED_EVENTS = frozenset(
-    {"turn_started", "tool_call_finished", "approval_resolved", "turn_complete", "error"}
+    {
+        "turn_started",
+        "tool_call_finished",
+        "approval_resolved",
+        "turn_complete",
+        "error",
+        "context_compacted",
+    }
 )
 
 
@@ -186,6 +193,9 @@ class SessionStore:
                 messages.append(record["message"])
             elif record.get("kind") == "clear":
                 del messages[1:]
+            elif record.get("kind") == "event" and _is_compaction(record.get("event")):
+                if not _compact(messages, record["event"]):
+                    warnings.append(f"{path}, line {number}: unusable compaction record skipped")
             elif record.get("kind") == "meter" and isinstance(record.get("meter"), dict):
                 meter = record["meter"]
         return LoadedSession(info, messages, warnings, meter)
@@ -203,6 +213,21 @@ class SessionStore:
             writer.start_fresh_line()
         writer.skip_existing(len(loaded.messages))
         return writer
+
+
+def _is_compaction(event: Any) -> bool:
+    return isinstance(event, dict) and event.get("type") == "context_compacted"
+
+
+def _compact(messages: list[dict[str, Any]], event: dict[str, Any]) -> bool:
+    """Apply a `context_compacted` event: its summary stands for all but the last `kept`."""
+    summary, kept = event.get("summary"), event.get("kept")
+    if not isinstance(summary, dict) or not isinstance(kept, int) or isinstance(kept, bool):
+        return False
+    if not 0 <= kept < len(messages):
+        return False
+    messages[1 : len(messages) - kept] = [summary]
+    return True
 
 
 def _read_info(path: Path) -> SessionInfo | None:

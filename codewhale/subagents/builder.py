@@ -17,6 +17,7 @@ from typing import Any
 
 from codewhale.authority import Authority
 from codewhale.engine import events
+from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import Engine
 from codewhale.providers.client import ChatClient
@@ -52,6 +53,8 @@ class ChildBuilder:
     session_id: str
     session_boot_id: str
     branch: str | None
+    # The session's [context] settings; each child's window follows its own model.
+    compaction: CompactionPolicy
 
     def create(self, request: SpawnRequest, opener: Opener) -> Child:
         """A new child with its record and engine, not yet started."""
@@ -158,4 +161,5 @@ class ChildBuilder:
             hold=self.roster.hold_for(seat) if seat is not None else lambda: False,
             request_timeout_secs=self.api_timeout,
             requester=f"{record.nickname} ({record.name}, {record.type})",
+            compaction=self.compaction,
         )

@@ -20,6 +20,7 @@ from typing import Any
 
 from codewhale.config_models import SubagentsConfig
 from codewhale.engine import events
+from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.prompt import git_branch
 from codewhale.handles import HandleStore
 from codewhale.providers.client import ChatClient
@@ -40,12 +41,8 @@ from codewhale.subagents.roles import served_tools
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.runner import ChildRunner
 from codewhale.subagents.spawn import SpawnError, first_of, parse_spawn
-from codewhale.subagents.store import (
-    FLUSH_DELAY_SECS,
-    CoalescedWriter,
-    StateFileError,
-    SubagentStore,
-)
+from codewhale.subagents.state_log import FLUSH_DELAY_SECS, CoalescedWriter
+from codewhale.subagents.store import StateFileError, SubagentStore
 from codewhale.tools.base import Tool
 
 __all__ = ["QUEUED_TEXT", "SubAgentManager"]
@@ -79,6 +76,7 @@ class SubAgentManager:
         heartbeat_timeout_secs: float | None = None,
         queue_heartbeat_secs: float = QUEUE_HEARTBEAT_SECS,
         api_timeout_secs: float | None = None,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
         self.client = client
@@ -117,7 +115,7 @@ class SubAgentManager:
             liveness=self.liveness,
             mailbox=self.mailbox,
             children=self.roster.children,
-            write_now=lambda: self.writer.mark_dirty(0),
+            write_now=lambda: self.writer.mark_dirty(None, 0),
         )
         # Front ends following one child live (the agent screen), by agent id.
         self._watchers: dict[str, list[EventWatcher]] = {}
@@ -127,7 +125,7 @@ class SubAgentManager:
             liveness=self.liveness,
             children=self.roster.children,
             emit=emit,
-            dirty=lambda: self.writer.mark_dirty(FLUSH_DELAY_SECS),
+            dirty=self.writer.mark_dirty,
         )
         self.builder = ChildBuilder(
             workspace=self.workspace,
@@ -144,6 +142,7 @@ class SubAgentManager:
             session_id=session_id,
             session_boot_id=self.session_boot_id,
             branch=git_branch(self.workspace),
+            compaction=compaction or CompactionPolicy(),
         )
 
     @property
@@ -356,7 +355,7 @@ class SubAgentManager:
     # -- persistence -----------------------------------------------------------------------------
 
     def _persist(self, record: WorkerRecord, urgent: bool) -> None:
-        self.writer.mark_dirty(0 if urgent else FLUSH_DELAY_SECS)
+        self.writer.mark_dirty(record, 0 if urgent else FLUSH_DELAY_SECS)
 
     async def flush(self) -> None:
         await self.writer.flush()

@@ -13,7 +13,7 @@ from codewhale.subagents.child import Child
 from codewhale.subagents.lifecycle import ChildState, Lifecycle
 from codewhale.subagents.liveness import LivenessMonitor
 from codewhale.subagents.mailbox import Mailbox
-from codewhale.subagents.records import USAGE_KEYS
+from codewhale.subagents.records import USAGE_KEYS, WorkerRecord
 
 # How often a streaming child's text tail is published (the UI's live preview).
 PROGRESS_INTERVAL_SECS = 0.25
@@ -28,7 +28,7 @@ class ChildProgress:
         liveness: LivenessMonitor,
         children: Mapping[str, Child],
         emit: Callable[[events.Event], None],
-        dirty: Callable[[], None],
+        dirty: Callable[[WorkerRecord], None],
     ) -> None:
         self.lifecycle = lifecycle
         self.mailbox = mailbox
@@ -37,7 +37,7 @@ class ChildProgress:
         self.children = children
         # The session's event sink: a child's approval requests are resolved there.
         self.emit = emit
-        # Schedules a coalesced state-file write.
+        # Schedules a coalesced write of a changed record.
         self.dirty = dirty
 
     def on_event(self, child: Child, event: events.Event) -> None:
@@ -103,7 +103,7 @@ class ChildProgress:
             move(record, ChildState.RUNNING)
         elif isinstance(event, events.UsageEvent):
             self._add_usage(child, event)
-        self.dirty()
+        self.dirty(record)
 
     def _streaming(self, child: Child, text: str) -> None:
         self.lifecycle.move(child.record, ChildState.MODEL_WAIT)
@@ -138,6 +138,7 @@ class ChildProgress:
         while ancestor is not None:
             for key, value in amounts.items():
                 ancestor.record.descendant_usage[key] += value
+            self.dirty(ancestor.record)
             ancestor = self.children.get(ancestor.record.parent_agent_id or "")
         self.mailbox.publish(
             lambda seq: agent_events.AgentUsage(

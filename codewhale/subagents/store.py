@@ -1,17 +1,20 @@
-"""Files on disk for sub-agents: the state file, transcripts and checkpoints.
+"""Files on disk for sub-agents: the state file and its journal, transcripts, checkpoints.
 
-The state file (`.codewhale/state/subagents.v1.json`) is replaced atomically
-under a lock file, so `codewhale agents list` in another process always reads
-a whole document. Transcripts are JSONL, appended as messages happen.
+The state file (`.codewhale/state/subagents.v1.json`) is a snapshot of every
+record, replaced atomically under a lock file; its `journal` field names the
+generation of the journal that continues it (`subagents.v1.journal.<generation>`,
+one JSON line per change of a record since the snapshot: its changed fields and
+new events). Reading replays the journal over the snapshot
+under the same lock, so `codewhale agents list` in another process sees current
+records. A torn last journal line (a crash mid-write) is skipped. Transcripts are
+JSONL, appended as messages happen.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,14 +23,13 @@ from filelock import FileLock
 
 from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths
-from codewhale.subagents.records import WorkerRecord
+from codewhale.subagents.records import MAX_EVENTS, WorkerRecord
 
 SCHEMA_VERSION = 1
+# The snapshot's field naming the journal generation that continues it.
+JOURNAL_KEY = "journal"
 MAX_RECORDS = 256
 RESTART_REASON = "Interrupted by process restart"
-# How long state-file writes are coalesced: a crash loses at most this much progress;
-# terminal states are written at once.
-FLUSH_DELAY_SECS = 0.2
 
 
 class StateFileError(Exception):
@@ -52,8 +54,13 @@ class SubagentStore:
         self.state_file = paths.subagents_state_file
         self.lock_file = self.state_file.with_suffix(".lock")
         self.transcripts_dir = paths.transcripts_dir
-        # agent_id -> event seq -> encoded JSON; used only by the single writer.
-        self._encoded_events: dict[str, dict[int, str]] = {}
+        # The newest journal generation seen on disk (by a load or a snapshot written here).
+        self.generation = 0
+        # agent_id -> (first and last event seq, the encoded event list); used only by
+        # the single writer.
+        self._encoded_events: dict[str, tuple[tuple[int, int], str]] = {}
+        # The journal file appends go to: (generation, open descriptor).
+        self._journal: tuple[int, int] | None = None
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -62,11 +69,27 @@ class SubagentStore:
             yield
 
     def load(self) -> list[WorkerRecord]:
-        """Every record in the file; a missing file is an empty list."""
+        """Every record: the snapshot with its journal replayed; no file is an empty list."""
+        if not self.state_file.parent.is_dir():
+            return []
+        with self._locked():
+            document = self._read_snapshot()
+            generation = document.get(JOURNAL_KEY, 0)
+            if not isinstance(generation, int) or isinstance(generation, bool):
+                generation = 0
+            agents = {_key(agent, n): agent for n, agent in enumerate(document.get("agents", []))}
+            journals = self._journals()
+            for number, path in journals:
+                if number >= generation:
+                    _replay(path, agents)
+        self.generation = max([generation, *(number for number, _ in journals)])
+        return trim([WorkerRecord.from_json(agent) for agent in agents.values()])
+
+    def _read_snapshot(self) -> dict[str, Any]:
         try:
             text = self.state_file.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
+            return {}
         try:
             document = json.loads(text)
         except ValueError as error:
@@ -77,7 +100,27 @@ class SubagentStore:
                 f"{self.state_file}: schema_version {version!r} is not supported "
                 f"(this CodeWhale reads version {SCHEMA_VERSION}); the file was left untouched"
             )
-        return [WorkerRecord.from_json(item) for item in document.get("agents", [])]
+        snapshot: dict[str, Any] = document
+        return snapshot
+
+    def journal_path(self, generation: int) -> Path:
+        return self.state_file.with_name(f"{self.state_file.stem}.journal.{generation}")
+
+    def _journals(self) -> list[tuple[int, Path]]:
+        """The journal files on disk, oldest generation first."""
+        found = []
+        for path in self.state_file.parent.glob(f"{self.state_file.stem}.journal.*"):
+            suffix = path.name.rsplit(".", 1)[1]
+            if suffix.isdigit():
+                found.append((int(suffix), path))
+        return sorted(found)
+
+    def next_generation(self) -> int:
+        """A generation newer than any on disk, for the next snapshot and its journal."""
+        if self.state_file.parent.is_dir():
+            self.generation = max([self.generation, *(n for n, _ in self._journals())])
+        self.generation += 1
+        return self.generation
 
     def snapshot(self, records: list[WorkerRecord]) -> list[dict[str, Any]]:
         """Plain copies of the records to keep (oldest finished dropped past 256).
@@ -86,33 +129,68 @@ class SubagentStore:
         """
         return [record.to_json() for record in trim(records)]
 
-    def write(self, snapshot: list[dict[str, Any]]) -> None:
-        """Encode and atomically replace the file under the lock (blocking: off the loop)."""
+    def write(self, snapshot: list[dict[str, Any]], generation: int) -> int:
+        """Replace the snapshot (encoded, atomically, under the lock) and delete the journals
+        it supersedes; returns its size. Blocking: run it off the event loop."""
         agents = ",".join(self._encode_record(data) for data in snapshot)
-        text = f'{{"schema_version":{SCHEMA_VERSION},"agents":[{agents}]}}'
+        if len(self._encoded_events) > 2 * len(snapshot) + 16:  # records no longer kept
+            kept = {data["agent_id"] for data in snapshot}
+            self._encoded_events = {
+                key: value for key, value in self._encoded_events.items() if key in kept
+            }
+        text = (
+            f'{{"schema_version":{SCHEMA_VERSION},"{JOURNAL_KEY}":{generation},'
+            f'"agents":[{agents}]}}'
+        )
         with self._locked():
             atomic_write_text(self.state_file, text, mode=0o644)
+            # Only now: a crash before the snapshot landed still needs the older journals.
+            for number, path in self._journals():
+                if number < generation:
+                    path.unlink(missing_ok=True)
+        return len(text)
+
+    def append_journal(self, generation: int, lines: list[str]) -> int:
+        """Append whole lines to that generation's journal (one write); returns the bytes.
+
+        Not flushed to the disk: a crash of the process loses nothing written, a crash of
+        the machine what the system had not yet written back (the snapshot is fsync'd).
+        """
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        if self._journal is None or self._journal[0] != generation:
+            self.close_journal()
+            path = self.journal_path(generation)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+            try:
+                descriptor = os.open(path, flags, 0o644)
+            except FileNotFoundError:  # the state folder was removed meanwhile
+                path.parent.mkdir(parents=True, exist_ok=True)
+                descriptor = os.open(path, flags, 0o644)
+            self._journal = (generation, descriptor)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._journal[1], view) :]
+        return len(data)
+
+    def close_journal(self) -> None:
+        if self._journal is not None:
+            os.close(self._journal[1])
+            self._journal = None
 
     def _encode_record(self, data: dict[str, Any]) -> str:
-        """One record as JSON, reusing the encoding of events already written.
+        """One record as JSON, reusing the encoding of its events while they are unchanged.
 
-        Events never change once recorded and make up most of the file, so each is
-        encoded once; a rewrite then costs roughly the events added since the last one.
+        Events never change once recorded and make up most of the file; a record's list
+        only grows at its end and is cut at its start, so its first and last sequence
+        numbers say whether it is the list last encoded.
         """
         data = dict(data)
         events = data.pop("events")
-        cache = self._encoded_events.setdefault(data["agent_id"], {})
-        encoded = []
-        for event in events:
-            text = cache.get(event["seq"])
-            if text is None:
-                text = cache[event["seq"]] = _dumps(event)
-            encoded.append(text)
-        if len(cache) > 2 * len(events):  # forget events that fell out of the record
-            keep = {event["seq"] for event in events}
-            for seq in [seq for seq in cache if seq not in keep]:
-                del cache[seq]
-        return f'{_dumps(data)[:-1]},"events":[{",".join(encoded)}]}}'
+        span = (events[0]["seq"], events[-1]["seq"]) if events else (0, 0)
+        cached = self._encoded_events.get(data["agent_id"])
+        if cached is None or cached[0] != span:
+            cached = self._encoded_events[data["agent_id"]] = (span, _dumps(events))
+        return f'{_dumps(data)[:-1]},"events":{cached[1]}}}'
 
     def transcript_path(self, agent_id: str) -> Path:
         return self.transcripts_dir / f"{agent_id}.jsonl"
@@ -156,79 +234,45 @@ class SubagentStore:
                 handle.write(text)
 
 
-class CoalescedWriter:
-    """Writes the state file at most once per delay, off the event loop; or now, durably.
-
-    Every change in the window rides along with the next write; `enabled` is asked
-    each time so a manager can stop writing (e.g. after finding a file it must not touch).
-    Writes never overlap: one lock orders the background writes and `durable()`.
-    """
-
-    def __init__(
-        self,
-        store: SubagentStore,
-        records: Callable[[], list[WorkerRecord]],
-        enabled: Callable[[], bool] = lambda: True,
-    ) -> None:
-        self.store = store
-        self.records = records
-        self.enabled = enabled
-        self._task: asyncio.Task[None] | None = None
-        self._dirty = False
-        self._lock = asyncio.Lock()
-        # Tickets of `durable()` callers, and the last ticket a finished write covered.
-        self._requested = 0
-        self._written_through = 0
-
-    def mark_dirty(self, delay: float = FLUSH_DELAY_SECS) -> None:
-        if not self.enabled():
-            return
-        self._dirty = True
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._write_later(delay))
-
-    async def durable(self) -> None:
-        """Return once the state as it is now is on disk (written whole and fsync'd).
-
-        For what the model is about to be told (a new child's id): several callers at
-        once share a write; one arriving during a write waits for the next.
-        """
-        if not self.enabled():
-            return
-        self._requested += 1
-        await self._write(ticket=self._requested)
-
-    async def _write_later(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        # A change marked while a write is in flight gets a write of its own.
-        while self._dirty:
-            self._dirty = False
-            await self._write()
-            if self._dirty:
-                await asyncio.sleep(FLUSH_DELAY_SECS)
-
-    async def _write(self, ticket: int = 0) -> None:
-        async with self._lock:
-            if ticket and self._written_through >= ticket:
-                return  # a write that started after this caller asked has finished
-            through = self._requested
-            snapshot = self.store.snapshot(self.records())
-            # Encoding and the write (with its fsync) run in a thread so children keep
-            # streaming.
-            await asyncio.to_thread(self.store.write, snapshot)
-            self._written_through = through
-
-    async def flush(self) -> None:
-        """Write the current state now (after any write already in flight)."""
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self.enabled():
-            await self._write()
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _key(agent: Any, index: int) -> str:
+    agent_id = agent.get("agent_id") if isinstance(agent, dict) else None
+    return agent_id if isinstance(agent_id, str) else f"#{index}"
+
+
+def _replay(path: Path, agents: dict[str, Any]) -> None:
+    """Apply one journal's lines, in order, to the records read so far (by agent id)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if not line.endswith("\n"):
+                    break  # torn by a crash mid-write
+                try:
+                    change = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(change, dict):
+                    _apply(change, agents)
+    except FileNotFoundError:  # superseded by a snapshot another process just wrote
+        return
+
+
+def _apply(change: dict[str, Any], agents: dict[str, Any]) -> None:
+    agent = agents.get(str(change.get("agent_id")))
+    if not isinstance(agent, dict):
+        return  # a record this snapshot does not hold (another process's)
+    fields = change.get("set")
+    if isinstance(fields, dict):
+        agent.update(fields)
+    added = change.get("events")
+    if isinstance(added, list) and added:
+        events = agent.setdefault("events", [])
+        last = events[-1].get("seq", 0) if events else 0
+        events.extend(e for e in added if isinstance(e, dict) and e.get("seq", 0) > last)
+        del events[:-MAX_EVENTS]
 
 
 def trim(records: list[WorkerRecord]) -> list[WorkerRecord]:

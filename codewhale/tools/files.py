@@ -138,6 +138,10 @@ def unified_diff(before: str, after: str, name: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+# read_file reads files up to this size without leaving the event loop.
+INLINE_READ_BYTES = 64 * 1024
+
+
 def current_text(path: Path, label: str) -> str:
     """The file's text before a write ('' if it does not exist yet)."""
     if not os.path.lexists(path):
@@ -241,12 +245,22 @@ class ReadFile(Tool):
         end = arguments.get("end_line") or None
         if end is not None and end < start:
             raise ToolError(f"end_line {end} is before start_line {start}")
+        whole = "start_line" not in arguments
+        if _small_regular_file(path):
+            # A hop to a worker thread costs more than reading a few KB (≈0.25 ms a step).
+            return ToolResult(read_range(path, label, start, end, whole))
         # In a thread: a range deep into a big file takes a while, and the dispatcher's
         # time limit can only end a call that gives the event loop back.
-        text = await asyncio.to_thread(
-            read_range, path, label, start, end, "start_line" not in arguments
-        )
-        return ToolResult(text)
+        return ToolResult(await asyncio.to_thread(read_range, path, label, start, end, whole))
+
+
+def _small_regular_file(path: Path) -> bool:
+    """Small enough to read on the event loop (anything else, FIFOs included, is not)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
 
 
 class ListDir(Tool):

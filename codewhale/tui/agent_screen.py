@@ -22,7 +22,7 @@ from textual.widgets import Button, Footer, Input, Static
 from codewhale.runtime import Runtime, RuntimeRequestError, events
 from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
-from codewhale.tui.history import child_conversation, rebuild
+from codewhale.tui.history import Backlog, child_conversation
 from codewhale.tui.transcript import Transcript, agent_heading
 
 TERMINAL = ("completed", "failed", "cancelled", "interrupted")
@@ -64,8 +64,10 @@ class AgentScreen(Screen[None]):
         super().__init__()
         self.agent_id = agent_id
         self._unwatch: Callable[[], None] | None = None
-        # Children this one opened: their cells in this transcript follow their envelopes.
+        # Children this one opens while the screen is open (the others have cells in the
+        # history): their cells in this transcript follow their envelopes.
         self._children: set[str] = set()
+        self._header = ""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="agent-header", markup=False)
@@ -99,14 +101,15 @@ class AgentScreen(Screen[None]):
         record = next(
             (r for r in runtime.manager.records() if r["agent_id"] == self.agent_id), None
         )
-        agents = {snapshot.agent_id: snapshot for snapshot in runtime.agents()}
-        snapshot = agents.get(self.agent_id)
+        snapshot = runtime.manager.snapshot_of(self.agent_id)
         live = snapshot is not None and not snapshot.terminal
-        history = rebuild(child_conversation(messages), agents, live=live)
-        self._children.update(history.agents)
-        if record is not None:
-            history.widgets.insert(0, Static(assignment_text(record), classes="assignment"))
-        await self.transcript.show_history(history)
+
+        def agents() -> dict[str, AgentSnapshot]:
+            return {child.agent_id: child for child in runtime.agents()}
+
+        above = [] if record is None else [Static(assignment_text(record), classes="assignment")]
+        backlog = Backlog(child_conversation(messages), agents, live=live)
+        await self.transcript.show_history(backlog, above)
         if snapshot is not None and snapshot.terminal and record and record.get("error"):
             await self.transcript.notice(f"{snapshot.status}: {record['error']}", "warning")
         self.show_state()
@@ -142,7 +145,9 @@ class AgentScreen(Screen[None]):
             elif kind == "queued" and detail:
                 await self.transcript.notice(detail)
             self.show_state()
-        elif agent_id in self._children and self.runtime is not None:
+        elif (
+            agent_id in self._children or self.transcript.has_agent(agent_id)
+        ) and self.runtime is not None:
             snapshot = self.runtime.manager.snapshot_of(agent_id)
             if snapshot is not None:
                 title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
@@ -153,7 +158,10 @@ class AgentScreen(Screen[None]):
         """The header, and only the actions that apply to the child as it is now."""
         runtime = self.runtime
         snapshot = runtime.manager.snapshot_of(self.agent_id) if runtime is not None else None
-        self.query_one("#agent-header", Static).update(header_text(self.agent_id, snapshot))
+        header = header_text(self.agent_id, snapshot)
+        if header != self._header:  # progress events come many a second; most change nothing
+            self._header = header
+            self.query_one("#agent-header", Static).update(header, layout=False)
         before = self.focused
         live = snapshot is not None and not snapshot.terminal
         for selector in LIVE_ACTIONS:

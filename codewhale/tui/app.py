@@ -2,30 +2,43 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer, Static
 
+# Only what the first frame needs is imported here; the engine, the provider client
+# (httpx) and the config models (pydantic) load after it (`_start_session`), and
+# tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
-from codewhale.config import ConfigError, LoadedConfig
 from codewhale.providers.local_model import limits
 from codewhale.providers.presets import preset_for
-from codewhale.runtime import Runtime, RuntimeSetupError, events, open_runtime
+from codewhale.runtime import events
 from codewhale.tui.approval import ApprovalScreen
-from codewhale.tui.command_handlers import build_registry
-from codewhale.tui.commands import SlashCommandProvider, split_command
+from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
 from codewhale.tui.composer import Composer
+from codewhale.tui.launch_receipt import Appearance
 from codewhale.tui.sidebar import AgentRow, WorkSidebar
+from codewhale.tui.startup import StartupGate
 from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import Transcript
+
+if TYPE_CHECKING:
+    from textual.app import AutopilotCallbackType
+    from textual.pilot import Pilot
+
+    from codewhale.config import LoadedConfig
+    from codewhale.runtime import Runtime
 
 NARROW_COLUMNS = 100
 NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
@@ -57,7 +70,7 @@ class CodeWhaleApp(App[None]):
 
     def __init__(
         self,
-        loaded: LoadedConfig,
+        loaded: LoadedConfig | Appearance,
         workspace: Path,
         *,
         resume: str | None = None,
@@ -65,8 +78,18 @@ class CodeWhaleApp(App[None]):
         overrides: dict[str, str] | None = None,
         initial_prompt: str | None = None,
     ) -> None:
+        """`loaded`: the config read with `overrides` (the first session opens with it), or
+        when a launch receipt vouched for the config, only what the first frame takes from
+        it; the config is then read with the session, after the first frame."""
         super().__init__()
-        self.loaded = loaded
+        # The config the session runs with; set when it opens if not given here.
+        self.loaded: LoadedConfig
+        self._checked_config: LoadedConfig | None = None
+        if isinstance(loaded, Appearance):
+            appearance = loaded
+        else:
+            self.loaded = self._checked_config = loaded
+            appearance = Appearance.of(loaded)
         self.workspace = workspace
         self.resume = resume
         self.continue_latest = continue_latest
@@ -76,14 +99,18 @@ class CodeWhaleApp(App[None]):
         self.initial_prompt = (initial_prompt or "").strip() or None
         self._ctrl_c_at = 0.0  # when Ctrl+C was last pressed: a second within 1 s quits
         self.runtime: Runtime | None = None
-        self.registry = build_registry()
+        # Filled in `_start_session`: the handlers import the runtime (engine, httpx).
+        self.registry = CommandRegistry()
+        # Set once the first session has opened (or failed to); the composer's messages
+        # wait for it in the StartupGate, so a prompt sent earlier is kept, not refused.
+        self.session_ready = asyncio.Event()
         self.turn_running = False
-        self.sidebar_wanted = loaded.config.tui.sidebar
+        self.sidebar_wanted = appearance.sidebar
         self.sidebar_forced = False  # shown on a narrow terminal because the user asked
         self._approvals: deque[events.ApprovalRequested] = deque()
         self._approval_open = False
-        if loaded.config.tui.theme in self.available_themes:
-            self.theme = loaded.config.tui.theme
+        if appearance.theme in self.available_themes:
+            self.theme = appearance.theme
 
     # -- layout --------------------------------------------------------------------------
 
@@ -93,7 +120,7 @@ class CodeWhaleApp(App[None]):
             yield Transcript()
             yield WorkSidebar()
         yield Static("", id="hint", markup=False)
-        yield Composer()
+        yield StartupGate(Composer(), ready=self.session_ready)
         yield Footer()
 
     @property
@@ -111,9 +138,50 @@ class CodeWhaleApp(App[None]):
     async def on_mount(self) -> None:
         self._apply_sidebar()
         self.sidebar.show_work({})
-        await self.open_runtime()
+        self.query_one(StatusLine).update(Text("CodeWhale  starting…", style="dim"))
+        # Paint first: the session opens once the first frame is on screen.
+        painted = asyncio.Event()
+        self.call_after_refresh(painted.set)
+        self.run_worker(self._start_session(painted), group="session")
 
-    async def open_runtime(self) -> None:
+    async def _start_session(self, painted: asyncio.Event) -> None:
+        """Load the command handlers and open the session, then let held input through.
+
+        Started at mount rather than after the first frame, so that quitting before that
+        frame cancels it and its `finally` still releases the StartupGate.
+        """
+        try:
+            await painted.wait()
+            # The handlers import the runtime, engine, httpx and pydantic: off the event loop.
+            await asyncio.to_thread(import_module, "codewhale.tui.command_handlers")
+            from codewhale.tui.command_handlers import build_registry
+
+            self.registry = build_registry()
+            await self.open_runtime(self._checked_config)
+            if self.runtime is None:  # the error is in the transcript
+                self.query_one(StatusLine).update(Text("CodeWhale  no session", style="dim"))
+            # What opening put up (history, status, a dialog) is drawn before held input runs.
+            await self.screen.wait_for_refresh()
+        finally:
+            self.session_ready.set()
+
+    async def run_async(
+        self, *, auto_pilot: AutopilotCallbackType | None = None, **options: Any
+    ) -> None:
+        """An autopilot (snapshot tests, TEXTUAL_PRESS) starts once the session is open,
+        as run_test's pilot does (it waits for the StartupGate), not at the first frame."""
+        if auto_pilot is None:
+            return await super().run_async(**options)
+        steer = auto_pilot
+
+        async def after_opening(pilot: Pilot[object]) -> None:
+            await self.session_ready.wait()
+            await steer(pilot)
+
+        return await super().run_async(auto_pilot=after_opening, **options)
+
+    async def open_runtime(self, loaded: LoadedConfig | None = None) -> None:
+        """Open (or reopen) the session; `loaded` is config already read for it, if any."""
         if self.runtime is not None:
             await self.runtime.close()
             self.runtime = None
@@ -121,17 +189,30 @@ class CodeWhaleApp(App[None]):
         def emit(event: events.Event) -> None:
             self.post_message(EngineEvent(event))
 
-        try:
-            self.runtime = open_runtime(
-                workspace=self.workspace,
-                overrides=self.overrides,
-                emit=emit,
-                resume=self.resume,
-                continue_latest=self.continue_latest,
-            )
-        except (RuntimeSetupError, ConfigError) as error:
-            await self.transcript.notice(str(error), "error")
+        def open_session() -> Runtime | str:
+            # In a thread: opening reads agent definitions and runs git and a sandbox probe
+            # (and the first time imports what the engine needs); the UI keeps drawing.
+            from codewhale.config import ConfigError
+            from codewhale.runtime import RuntimeSetupError, open_runtime
+
+            try:
+                return open_runtime(
+                    workspace=self.workspace,
+                    loaded=loaded,
+                    overrides=self.overrides,
+                    emit=emit,
+                    resume=self.resume,
+                    continue_latest=self.continue_latest,
+                )
+            except (RuntimeSetupError, ConfigError) as error:
+                return str(error)
+
+        opened = await asyncio.to_thread(open_session)
+        if isinstance(opened, str):
+            await self.transcript.notice(opened, "error")
             return
+        self.runtime = opened
+        self.loaded = opened.loaded
         for warning in self.runtime.warnings:
             await self.transcript.notice(warning, "warning")
         await self.replay_history(self.runtime.messages)
@@ -157,16 +238,21 @@ class CodeWhaleApp(App[None]):
                     if not saved:  # a saved key reopens the session, which sends the prompt
                         await send_initial_prompt()
 
-                self.push_screen(onboarding.OnboardingScreen(self.loaded), onboarded)
+                await self.push_screen(onboarding.OnboardingScreen(self.loaded), onboarded)
                 return
         await send_initial_prompt()
 
     async def replay_history(self, messages: list[dict]) -> None:
-        """Show a resumed conversation with the cells a live turn makes, mounted in one batch."""
-        from codewhale.tui.history import rebuild  # loaded on first use (cold start)
+        """Show a resumed conversation with the cells a live turn makes: its last screenful
+        in one batch, earlier ones as the user scrolls up."""
+        from codewhale.tui.history import Backlog  # loaded on first use (cold start)
 
-        agents = {s.agent_id: s for s in self.runtime.agents()} if self.runtime else {}
-        await self.transcript.show_history(rebuild(messages, agents))
+        runtime = self.runtime
+
+        def agents() -> dict:
+            return {s.agent_id: s for s in runtime.agents()} if runtime is not None else {}
+
+        await self.transcript.show_history(Backlog(messages, agents))
 
     async def resume_session(self, session_id: str) -> None:
         await self.transcript.reset()
@@ -211,17 +297,22 @@ class CodeWhaleApp(App[None]):
         self.sidebar.display = self.sidebar_wanted and (not narrow or self.sidebar_forced)
         self.refresh_status()  # a hidden sidebar's running children move to the status line
 
-    def refresh_status(self) -> None:
+    def refresh_status(self, *, soon: bool = False) -> None:
+        """Redraw the status line; `soon` (engine events, which come by the hundred each
+        second while children stream) draws it at most once a frame, with the latest."""
         runtime = self.runtime
         if runtime is None:
             return
-        lines = self.query(StatusLine)
-        sidebars = self.query(WorkSidebar)
-        if not lines or not sidebars:  # the app is shutting down
+        # By type, query_one is answered from Textual's cache; `query` walked every widget.
+        line = self.query_one_optional(StatusLine)
+        sidebar = self.query_one_optional(WorkSidebar)
+        if line is None or sidebar is None:  # the app is shutting down
             return
-        sidebar = sidebars.first()
+        if soon:
+            line.show_soon(self.refresh_status)
+            return
         settings = runtime.settings
-        lines.first().show(
+        line.show(
             workspace=self.workspace,
             mode=runtime.mode,
             model=runtime.model,
@@ -231,6 +322,7 @@ class CodeWhaleApp(App[None]):
             limits=limits(settings.offer_tools) if settings.provider == "local" else None,
             sandboxed=runtime.sandboxed,
             children=None if sidebar.display else sidebar.child_counts(),
+            context=runtime.context_use(),
         )
 
     def notify(
@@ -385,8 +477,8 @@ class CodeWhaleApp(App[None]):
             self.sidebar.show_work(self.runtime.work())
         if isinstance(event, events.ToolCallFinished) and event.name.startswith("rlm_"):
             self.sidebar.show_rlm(self.runtime.rlm.sessions)
-        if isinstance(event, events.UsageEvent | events.TurnComplete):
-            self.refresh_status()
+        if isinstance(event, events.UsageEvent | events.TurnComplete | events.ContextCompacted):
+            self.refresh_status(soon=True)
 
     async def _agent_event(self, envelope: dict) -> None:
         from codewhale.tui.agent_screen import AgentScreen  # loaded on first use (cold start)
@@ -407,7 +499,7 @@ class CodeWhaleApp(App[None]):
         if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")
-        self.refresh_status()
+        self.refresh_status(soon=True)
 
     def _next_approval(self) -> None:
         if self._approval_open or not self._approvals:

@@ -166,6 +166,28 @@ async def _clear(app: CodeWhaleApp, arguments: str) -> None:
     await app.transcript.notice("Conversation cleared (sub-agents keep running).")
 
 
+async def _compact(app: CodeWhaleApp, arguments: str) -> None:
+    runtime = _runtime(app)
+    if not runtime.turn_running:  # otherwise the runtime says why not, below
+        await app.transcript.notice("Compacting: the older turns are being summarised…")
+
+    async def compact() -> None:
+        try:
+            done = await runtime.compact()
+        except RuntimeRequestError as error:
+            await app.transcript.notice(str(error), "error")
+            return
+        await app.transcript.notice(
+            f"Compacted: {done.summarised} messages summarised into one by {done.model}, "
+            f"the {done.kept} most recent kept as they were; context {done.tokens_before:,} "
+            f"→ about {done.tokens_after:,} tokens of {done.window:,}."
+        )
+        app.refresh_status()
+
+    # A worker: the summary takes a model call, and the app keeps answering meanwhile.
+    app.run_worker(compact(), group="compact", exclusive=True)
+
+
 async def _revert(app: CodeWhaleApp, arguments: str) -> None:
     count = int(arguments) if arguments.strip().isdigit() else 1
     try:
@@ -225,6 +247,9 @@ def build_registry() -> CommandRegistry:
         ),
         SlashCommand("memory", "show the memory file the model sees", _memory),
         SlashCommand("revert", "restore files changed in the last N turns", _revert, usage="[N]"),
+        SlashCommand(
+            "compact", "summarise the older turns to free context (the newest stay)", _compact
+        ),
         SlashCommand("clear", "start the conversation afresh", _clear),
         SlashCommand(
             "quit",

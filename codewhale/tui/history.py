@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from codewhale.tui.transcript import (
     agent_heading,
 )
 
-# Only the end of a long conversation is mounted (the transcript virtualises nothing yet).
+# The most messages one batch rebuilds (a Backlog's batches stay well under it).
 HISTORY_MESSAGES = 200
 # The keys Tool.summary looks at, with the agent tools' own, for a cell's one-line summary.
 SUMMARY_KEYS = ("path", "command", "url", "pattern", "query", "note", "agent_id", "description")
@@ -38,6 +38,8 @@ FAILED_PREFIXES = ("Error:", "Cancelled by the user.", "[interrupted by the user
 CONTINUABLE = "continuable: open it and press Continue"
 NO_RESULT = "(no result was recorded for this call)"
 ASSIGNMENT = "Assignment metadata:"  # how spawn.assignment_message begins
+# Rows a call takes, with the cell its result adds (a diff, a sub-agent), where it has one.
+CALL_ROWS = {"edit_file": 2, "write_file": 2, "apply_patch": 2, "agent_open": 3}
 
 
 @dataclass
@@ -46,6 +48,77 @@ class History:
     # Calls with no result yet (a child's tool still running): live events finish them.
     pending: dict[str, ToolCell] = field(default_factory=dict)
     agents: dict[str, AgentCell] = field(default_factory=dict)
+    # Each cell's message (a tool result's cells count as its call's), by its index in the
+    # whole conversation: the transcript prunes whole messages and knows where to reload.
+    origins: dict[Widget, int] = field(default_factory=dict)
+
+
+class Backlog:
+    """The part of a conversation not on screen yet, rebuilt a batch of cells at a time
+    from the newest back, so a resumed session mounts what is visible, not all of it."""
+
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        agents: Callable[[], Mapping[str, AgentSnapshot]] = dict,
+        *,
+        live: bool = False,
+    ) -> None:
+        # A copy: the live list grows as the session goes on (and compaction rewrites it).
+        self.messages = list(messages)
+        self.agents = agents  # read per batch: a child may have finished since the last
+        self.live = live
+        self.first = next(
+            (i for i, m in enumerate(self.messages) if m.get("role") != "system"),
+            len(self.messages),
+        )
+        self.end = len(self.messages)  # messages from here on are shown (or were dropped)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.end <= self.first
+
+    def rewind(self, end: int) -> None:
+        """The cells of messages from `end` on were pruned: they are to be rebuilt again."""
+        self.end = max(self.first, min(end, len(self.messages)))
+
+    def older(self, rows: int) -> History:
+        """Cells about `rows` rows high (some, while any are left) for the messages before
+        those already given; a batch starts at a prompt or an answer, never at a result."""
+        history = History()
+        while not history.widgets and not self.exhausted:
+            start = self.end
+            estimate = 0
+            while start > self.first and estimate < rows:
+                if self.end - start >= HISTORY_MESSAGES // 2:
+                    break
+                start -= 1
+                estimate += _rows_of(self.messages[start])
+            while start > self.first and self.messages[start].get("role") == "tool":
+                start -= 1
+            history = rebuild(
+                self.messages[start : self.end],
+                self.agents(),
+                live=self.live and self.end == len(self.messages),
+                first=start,
+            )
+            self.end = start
+        return history
+
+
+def _rows_of(message: dict[str, Any]) -> int:
+    """About how many rows a message's cells take on screen (wrapping aside): enough to
+    size a batch, which the transcript tops up when it falls short of the view."""
+    text = message.get("content")
+    lines = text.count("\n") + 1 if isinstance(text, str) and text.strip() else 0
+    if message.get("role") == "user":
+        return 1 + lines  # a margin above
+    if message.get("role") != "assistant":
+        return 0  # a result shows in its call's cell, or as a cell counted with the call
+    rows = lines + bool(message.get("reasoning_content"))
+    for call in message.get("tool_calls") or ():
+        rows += CALL_ROWS.get(str((call.get("function") or {}).get("name")), 1)
+    return rows
 
 
 def rebuild(
@@ -53,19 +126,25 @@ def rebuild(
     agents: Mapping[str, AgentSnapshot] | None = None,
     *,
     live: bool = False,
+    first: int = 0,
 ) -> History:
     """Cells for the last HISTORY_MESSAGES messages; `agents` settles the sub-agent cells.
 
     `live`: the conversation is still running, so a call without a result is still
-    running too; otherwise it never got one (a crash) and is shown so.
+    running too; otherwise it never got one (a crash) and is shown so. `first` is the
+    index of `messages[0]` in the whole conversation.
     """
     history = History()
     known = agents or {}
     open_calls: dict[str, ToolCell] = {}
-    for message in messages[-HISTORY_MESSAGES:]:
+    shown = messages[-HISTORY_MESSAGES:]
+    origin = first + len(messages) - len(shown)
+    caller = origin  # the assistant message whose calls the next results answer
+    for index, message in enumerate(shown, start=origin):
         role = message.get("role")
         content = message.get("content")
         text = content if isinstance(content, str) else ""
+        made = len(history.widgets)
         if role == "user" and text.strip() and not text.startswith("<codewhale:"):
             typed, attached = split_attachments(text)
             history.widgets.append(UserMessage(typed))
@@ -74,6 +153,7 @@ def rebuild(
             # A result answers a call of the assistant message just before it (ids repeat
             # across steps with some providers).
             open_calls = {}
+            caller = index
             if reasoning := message.get("reasoning_content"):
                 history.widgets.append(Reasoning(str(reasoning)))
             if text.strip():
@@ -84,8 +164,11 @@ def rebuild(
                 history.widgets.append(cell)
         elif role == "tool":
             answered = open_calls.pop(str(message.get("tool_call_id")), None)
-            if answered is not None:
-                _finish(history, answered, text, known)
+            if answered is not None and (made_cell := _finish(history, answered, text, known)):
+                history.origins[made_cell] = caller  # shown with the call it answers
+            continue
+        for widget in history.widgets[made:]:
+            history.origins[widget] = index
     if live:
         history.pending = open_calls
     else:
@@ -122,7 +205,7 @@ def _tool_cell(call: dict[str, Any]) -> ToolCell:
 
 def _finish(
     history: History, cell: ToolCell, result: str, agents: Mapping[str, AgentSnapshot]
-) -> None:
+) -> Widget | None:
     """Show the result, then what the call made (a diff, a sub-agent) right under it."""
     arguments = _arguments(cell.raw_arguments)
     diff = diff_of(cell.name_, arguments, result)
@@ -134,12 +217,15 @@ def _finish(
         display=diff,
     )
     cell.finish(finished, timed=False)
-    after = history.widgets.index(cell) + 1
+    made: Widget | None = None
     if diff is not None:
-        history.widgets.insert(after, DiffView(diff))
+        made = DiffView(diff)
     elif cell.name_ == "agent_open" and (agent := _agent_cell(result, agents)) is not None:
         history.agents[agent.agent_id] = agent
-        history.widgets.insert(after, agent)
+        made = agent
+    if made is not None:
+        history.widgets.insert(history.widgets.index(cell) + 1, made)
+    return made
 
 
 def _agent_cell(result: str, agents: Mapping[str, AgentSnapshot]) -> AgentCell | None:

@@ -4,17 +4,25 @@ Order: workspace, config, `--resume` id, API key, then the terminal. Each proble
 before the terminal check would stop the app in any terminal and names its own fix,
 so a script that runs `codewhale --resume nope < /dev/null` learns the real problem.
 Textual is imported only once all of them pass.
+
+The config and key checks are skipped when a receipt says they passed for exactly this
+setup (tui/launch_receipt.py): the config models then load after the first frame.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from codewhale.config import ConfigError, LoadedConfig, load_config
 from codewhale.paths import user_dirs
 from codewhale.providers.key_help import lacks_key, missing_key_help
 from codewhale.sessions.store import SessionError, SessionStore
+from codewhale.tui import launch_receipt
+from codewhale.tui.launch_receipt import Appearance
+
+if TYPE_CHECKING:
+    from codewhale.config import LoadedConfig
 
 NO_TERMINAL = (
     "the full-screen app needs a terminal (stdin, stdout and stderr); "
@@ -23,30 +31,47 @@ NO_TERMINAL = (
 
 
 def launch_tui(args: argparse.Namespace) -> int:
-    workspace = args.workspace_path
-    if not workspace.is_dir():
-        return _refuse(f"workspace {workspace} is not a directory")
-    try:
-        loaded = load_config(workspace=workspace, overrides=args.overrides)
-    except ConfigError as error:
-        return _refuse(f"config error: {error}")
-    resume = getattr(args, "resume", None)
-    problem = (resume and unknown_session(resume)) or missing_key(loaded)
-    if problem:
-        return _refuse(problem)
+    checked = check(args)
+    if isinstance(checked, str):
+        return _refuse(checked)
     if not attached_to_terminal():
         return _refuse(NO_TERMINAL)
     from codewhale.tui.app import CodeWhaleApp
 
     CodeWhaleApp(
-        loaded,
-        workspace,
-        resume=resume,
+        checked,
+        args.workspace_path,
+        resume=getattr(args, "resume", None),
         continue_latest=getattr(args, "continue_latest", False),
         overrides=args.overrides,
         initial_prompt=getattr(args, "prompt", None),
     ).run()
     return 0
+
+
+def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:
+    """What the app starts with (the config read, or a receipt's first-frame settings),
+    or the first problem found: workspace, config, `--resume` id, API key."""
+    workspace = args.workspace_path
+    if not workspace.is_dir():
+        return f"workspace {workspace} is not a directory"
+    state_dir = user_dirs().state_dir
+    receipt = launch_receipt.digest(workspace, args.overrides)
+    appearance = launch_receipt.recall(receipt, state_dir)
+    resume = getattr(args, "resume", None)
+    if appearance is not None:  # config and key passed for exactly this setup before
+        return (resume and unknown_session(resume)) or appearance
+    from codewhale.config import ConfigError, load_config  # pydantic: about 75 ms
+
+    try:
+        loaded = load_config(workspace=workspace, overrides=args.overrides)
+    except ConfigError as error:
+        return f"config error: {error}"
+    problem = (resume and unknown_session(resume)) or missing_key(loaded)
+    if problem:
+        return problem
+    launch_receipt.remember(receipt, state_dir, Appearance.of(loaded))
+    return loaded
 
 
 def _refuse(problem: str) -> int:

@@ -20,6 +20,7 @@ from textual.widgets import Static
 from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
 from codewhale.subagents.roles import UI_COLORS, lookup_role
+from codewhale.tui.status import Coalescer
 
 # A finished row dims this long after it finished...
 FADE_AFTER_SECS = 60.0
@@ -173,6 +174,22 @@ def row_tooltip(snapshot: AgentSnapshot, elapsed_ms: int) -> Text:
     )
 
 
+def in_order(rows: list[AgentRow], place: dict[AgentRow, int]) -> set[AgentRow]:
+    """The longest run of `rows` (not necessarily adjacent) already in `place` order."""
+    length = [1] * len(rows)  # of the longest such run ending at rows[i]...
+    before = [-1] * len(rows)  # ...and the row before rows[i] in it
+    for i, row in enumerate(rows):
+        for j in range(i):
+            if place[rows[j]] < place[row] and length[j] >= length[i]:
+                length[i], before[i] = length[j] + 1, j
+    kept: set[AgentRow] = set()
+    end = max(range(len(rows)), key=length.__getitem__, default=-1)
+    while end >= 0:
+        kept.add(rows[end])
+        end = before[end]
+    return kept
+
+
 class AgentRow(Static, can_focus=True):
     """One child; click or Enter opens its agent screen."""
 
@@ -187,7 +204,7 @@ class AgentRow(Static, can_focus=True):
         self.snapshot = snapshot
         self.received = wall_clock()  # when `snapshot` came: a running child's time counts on
         self._elapsed_shown = ""
-        self._paint(self.received)
+        self.paint(self.received)
 
     @property
     def group(self) -> Group:
@@ -208,25 +225,35 @@ class AgentRow(Static, can_focus=True):
         return self.snapshot.elapsed_ms + max(0, since)
 
     def show(self, snapshot: AgentSnapshot) -> None:
+        self.take(snapshot)
+        self.paint(self.received)
+
+    def take(self, snapshot: AgentSnapshot) -> None:
+        """Keep `snapshot` (where the row sorts, what it counts) to be painted later."""
         self.snapshot = snapshot
         self.received = wall_clock()
-        self._paint(self.received)
 
     def tick(self, now: float) -> None:
         """Redraw when the shown elapsed time changed."""
         if elapsed_text(self.elapsed_ms(now)) != self._elapsed_shown:
-            self._paint(now)
+            self.paint(now)
 
     def on_resize(self) -> None:
-        self._paint(wall_clock())
+        self.paint(wall_clock())
 
-    def _paint(self, now: float) -> None:
+    def paint(self, now: float) -> None:
         elapsed = self.elapsed_ms(now)
         self._elapsed_shown = elapsed_text(elapsed)
-        self.tooltip = row_tooltip(self.snapshot, elapsed)
+        tooltip = row_tooltip(self.snapshot, elapsed)
+        if tooltip != self.tooltip:
+            self.tooltip = tooltip
         width = self.content_size.width or ROW_WIDTH
-        # Two lines whatever they say (`.agent-row` height): no layout pass needed.
-        self.update(row_text(self.snapshot, elapsed, width), layout=False)
+        text = row_text(self.snapshot, elapsed, width)
+        # Most events change nothing the row shows (a child's stream moves on, its counts
+        # change at the end of a step): only a changed row is drawn again. Two lines
+        # whatever they say (`.agent-row` height): no layout pass needed.
+        if text != self.content:
+            self.update(text, layout=False)
 
     def on_click(self) -> None:
         self.post_message(self.Selected(self.agent_id))
@@ -244,8 +271,12 @@ class DoneLine(Static, can_focus=True):
     def __init__(self) -> None:
         super().__init__("", id="done-line", markup=False)
         self.display = False
+        self._shown: tuple[int, bool] | None = None
 
     def show_count(self, folded: int, expanded: bool) -> None:
+        if (folded, expanded) == self._shown:  # asked on every mailbox event
+            return
+        self._shown = (folded, expanded)
         self.display = folded > 0
         if expanded:
             self.update(Text.assemble(f"▾ {folded} done", ("  Enter hides", "dim")))
@@ -272,12 +303,16 @@ class WorkSidebar(VerticalScroll):
         self.plan = Static("—", classes="section empty", markup=False)
         self.rlm_title = Static("RLM sessions", classes="section-title empty")
         self.rlm = Static("—", classes="section empty", markup=False)
-        self.agents_title = Static("Sub-agents: none", classes="section-title")
+        self._agents_heading = "Sub-agents: none"
+        self.agents_title = Static(self._agents_heading, classes="section-title")
         self.agent_rows = Vertical(id="agent-rows")
         self.done_line = DoneLine()
         self.expanded = False  # the user opened the "N done" line
         self._rows: dict[str, AgentRow] = {}
         self._arrivals = count()
+        # Rows whose snapshot changed since they were painted: painted at most once a frame.
+        self._unpainted: dict[str, AgentRow] = {}
+        self._painter = Coalescer(self, self._paint_rows)
 
     def compose(self):
         yield self.checklist_title
@@ -316,19 +351,40 @@ class WorkSidebar(VerticalScroll):
         self._fill(self.rlm_title, self.rlm, lines)
 
     async def show_agent(self, snapshot: AgentSnapshot) -> None:
-        """Called once per mailbox event: updates that child's row and moves it if it must."""
+        """Called once per mailbox event: updates that child's row and moves it if it must.
+
+        A row that changes group is moved and painted at once; other changes (20 streaming
+        children send hundreds of events a second) are painted at most once a frame.
+        """
         row = self._rows.get(snapshot.agent_id)
         if row is None:
             row = AgentRow(snapshot, next(self._arrivals))
             self._rows[snapshot.agent_id] = row
             await self.agent_rows.mount(row)
+            moved = True
         else:
-            row.show(snapshot)
-        self._arrange()
+            placed = row.sort_key()
+            row.take(snapshot)
+            moved = row.sort_key() != placed  # most events leave it where it sorts
+            if moved:  # it started, waits or ended: shown at once
+                self._unpainted.pop(snapshot.agent_id, None)
+                row.paint(row.received)
+            else:
+                self._unpainted[snapshot.agent_id] = row
+                self._painter.request()
+        if moved:
+            self._arrange()
         self._fold(wall_clock())
-        self.agents_title.update(
-            f"Sub-agents: {len(self._rows)} ({self.count(Group.RUNNING)} running)"
-        )
+        title = f"Sub-agents: {len(self._rows)} ({self.count(Group.RUNNING)} running)"
+        if title != self._agents_heading:
+            self._agents_heading = title
+            self.agents_title.update(title)
+
+    def _paint_rows(self) -> None:
+        now = wall_clock()
+        rows, self._unpainted = self._unpainted, {}
+        for row in rows.values():
+            row.paint(now)
 
     def count(self, group: Group) -> int:
         return sum(row.group is group for row in self._rows.values())
@@ -346,12 +402,24 @@ class WorkSidebar(VerticalScroll):
         self._fold(now)
 
     def _arrange(self) -> None:
-        """Move the rows that are out of place; the others stay where they are."""
+        """Move the rows that are out of place; the others stay where they are.
+
+        The rows left alone are the longest run already in order, so a row that changes
+        group is one move (moving rows one index at a time took up to one per row).
+        """
         wanted = sorted(self._rows.values(), key=AgentRow.sort_key)
-        children = self.agent_rows.children
+        children = [row for row in self.agent_rows.children if isinstance(row, AgentRow)]
+        if children == wanted:
+            return
+        place = {row: index for index, row in enumerate(wanted)}
+        staying = in_order(children, place)
         for index, row in enumerate(wanted):
-            if children[index] is not row:
-                self.agent_rows.move_child(row, before=index)
+            if row in staying:
+                continue
+            if index == 0:
+                self.agent_rows.move_child(row, before=0)
+            else:
+                self.agent_rows.move_child(row, after=wanted[index - 1])
 
     def _fold(self, now: float) -> None:
         """Fade finished rows with age; fold the old ones and those past KEEP_FINISHED.

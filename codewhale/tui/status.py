@@ -1,15 +1,19 @@
-"""The status line: workspace, mode, model, tokens, cache hit rate, cost, a missing sandbox,
-the children that run while the Work sidebar is hidden, and notifications on small terminals.
+"""The status line: workspace, mode, model, tokens, cache hit rate, context use, cost, a
+missing sandbox, the children that run while the Work sidebar is hidden, and notifications
+on small terminals.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
 from textual.content import Content
 from textual.markup import MarkupError
+from textual.message_pump import MessagePump
 from textual.timer import Timer
 from textual.widgets import Static
 
@@ -24,6 +28,9 @@ SEVERITY_STYLES = {"information": "bold cyan", "warning": "bold yellow", "error"
 # says it instead (80×24 is the smallest terminal we lay out for).
 TOAST_MIN_COLUMNS = 100
 TOAST_MIN_ROWS = 30
+# With 20 children streaming, events that change the status line or the Work sidebar come
+# by the hundred each second; drawing them more often than this is work nobody sees.
+REDRAW_SECS = 1 / 30
 
 
 def toasts_fit(width: int, height: int) -> bool:
@@ -32,6 +39,11 @@ def toasts_fit(width: int, height: int) -> bool:
 
 def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
+def context_text(tokens: int, window: int) -> str:
+    """`ctx 42%`: how much of the model's context window the next request fills."""
+    return f"ctx {100 * tokens // max(window, 1)}%"
 
 
 def children_text(running: int, waiting: int) -> str:
@@ -47,6 +59,39 @@ def children_text(running: int, waiting: int) -> str:
     return f"{agents(waiting)} waiting" if waiting else ""
 
 
+class Coalescer:
+    """Runs `redraw` at most once per REDRAW_SECS however often it is asked: at once when
+    the last run is that long ago, otherwise once at the next tick of a clock every
+    Coalescer shares, so the widgets asked within one period are drawn in one frame."""
+
+    def __init__(self, owner: MessagePump, redraw: Callable[[], None]) -> None:
+        self._owner = owner
+        self._redraw = redraw
+        self._last = float("-inf")
+        self._timer: Timer | None = None
+
+    def request(self) -> None:
+        if self._timer is not None:  # already due: that run will see this change too
+            return
+        now = time.monotonic()
+        if now - self._last >= REDRAW_SECS:
+            self._run()
+        else:
+            self._timer = self._owner.set_timer(REDRAW_SECS - now % REDRAW_SECS, self._run)
+
+    def drawn(self) -> None:
+        """The owner drew just now by other means: a pending run would only repeat it."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._last = time.monotonic()
+
+    def _run(self) -> None:
+        self._timer = None
+        self._last = time.monotonic()
+        self._redraw()
+
+
 class StatusLine(Static):
     def __init__(self) -> None:
         super().__init__("CodeWhale", id="status", markup=False)
@@ -54,6 +99,14 @@ class StatusLine(Static):
         self._rest = Text("CodeWhale")
         self._flash: Text | None = None
         self._flash_timer: Timer | None = None
+        self._draw: Callable[[], None] = lambda: None
+        self._coalescer = Coalescer(self, lambda: self._draw())
+
+    def show_soon(self, draw: Callable[[], None]) -> None:
+        """Have `draw` (which calls `show`) run at most once a frame however often this is
+        asked: the figures are gathered once, when the line is drawn."""
+        self._draw = draw
+        self._coalescer.request()
 
     def show(
         self,
@@ -67,8 +120,11 @@ class StatusLine(Static):
         limits: str | None = None,
         sandboxed: bool = True,
         children: tuple[int, int] | None = None,
+        context: tuple[int, int] | None = None,
     ) -> None:
-        """`children` (running, waiting) is given while the Work sidebar is hidden."""
+        """`children` (running, waiting) is given while the Work sidebar is hidden;
+        `context` is (tokens the next request carries, the model's window)."""
+        self._coalescer.drawn()  # an earlier `show_soon` must not draw over this later one
         self._mode = Text(f" {mode.value.upper()} ", style=f"reverse {MODE_STYLES[mode]}")
         line = Text()
         if children and (said := children_text(*children)):
@@ -85,6 +141,8 @@ class StatusLine(Static):
         prompt = usage.cache_hit_tokens + usage.cache_miss_tokens
         if prompt:
             line.append(f"  cache {100 * usage.cache_hit_tokens // prompt}%", style="dim")
+        if context is not None:
+            line.append(f"  {context_text(*context)}", style="dim")
         if cost is not None and usage.total_tokens:
             line.append(f"  {format_cost(cost)}", style="dim")
         if running:
@@ -127,4 +185,7 @@ class StatusLine(Static):
         if self._flash is not None:
             line.append_text(self._flash)
         line.append_text(self._rest)
-        self.update(line)
+        # Redrawn only when it changed; one row whatever it says (`#status` height), so
+        # with no layout pass.
+        if line != self.content:
+            self.update(line, layout=False)

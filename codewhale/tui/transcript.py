@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
@@ -18,15 +20,29 @@ from codewhale.runtime import events
 from codewhale.sanitize import clean_text
 from codewhale.tui.diff_view import DiffView, looks_like_diff
 from codewhale.tui.sidebar import AgentRow
+from codewhale.tui.status import Coalescer
 
 if TYPE_CHECKING:
-    from codewhale.tui.history import History
+    from codewhale.tui.history import Backlog
 
-MAX_MOUNTED = 300  # older cells are dropped so long sessions stay smooth
+MAX_MOUNTED = 300  # older cells are dropped so long sessions stay smooth...
+PRUNE_BATCH = 50  # ...this many at a time: each remove lays out the transcript again
+MIN_BATCH_ROWS = 10  # history mounted at a time, at the least (see Transcript._batch_rows)
 # A tool cell shows each argument up to here (a written file's content is in its diff).
 MAX_ARGUMENT_CHARS = 600
 PREVIEW_LINES = 3
 PREVIEW_WIDTH = 120
+# Collapsible sets this class on mount, which styles the whole cell a second time; set
+# from the start, it costs nothing.
+FOLDED = "-collapsed"
+
+
+def line_end(line: str, cells: int) -> str:
+    """The end of `line` that fits in `cells` terminal cells (wide characters take two)."""
+    end = line[-cells:]
+    while cell_len(end) > cells:
+        end = end[1:]
+    return end
 
 
 def agent_heading(nickname: str, type_name: str, description: str) -> str:
@@ -70,19 +86,47 @@ class AssistantMessage(Markdown):
             await self.update(clean_text(content) + suffix)
 
 
-class Reasoning(Collapsible):
+class Folded(Collapsible):
+    """A collapsed cell whose contents are mounted when it is first opened: most cells are
+    never opened, and a folded tool cell is then three widgets instead of five."""
+
+    def __init__(self, *contents: Widget, title: str, classes: str = "") -> None:
+        super().__init__(title=title, collapsed=True, classes=f"{classes} {FOLDED}")
+        self._unmounted = list(contents)
+
+    def watch_collapsed(self, collapsed: bool) -> None:
+        if not collapsed and self._unmounted:
+            contents, self._unmounted = self._unmounted, []
+            self.query_one(Collapsible.Contents).mount_all(contents)
+
+
+class Reasoning(Folded):
+    """Collapsed reasoning; streamed fragments are only collected until it is opened."""
+
     def __init__(self, text: str = "") -> None:
-        self.thinking = clean_text(text)
-        self.body = Static(self.thinking, markup=False)
-        super().__init__(self.body, title="thinking", collapsed=True)
+        self._parts = [clean_text(text)]
+        self.body = Static(self._parts[0], markup=False)
+        super().__init__(self.body, title="thinking")
+
+    @property
+    def thinking(self) -> str:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0]
 
     def add_fragment(self, fragment: str) -> None:
-        self.thinking += clean_text(fragment)
-        self.body.update(self.thinking)
+        self._parts.append(clean_text(fragment))
+        if not self.collapsed:  # folded, the body is not drawn: it is filled in on opening
+            self.body.update(self.thinking)
 
     def replace(self, text: str) -> None:
-        self.thinking = clean_text(text)
-        self.body.update(self.thinking)
+        self._parts = [clean_text(text)]
+        self.body.update(self._parts[0])
+
+    def watch_collapsed(self, collapsed: bool) -> None:
+        if not collapsed:
+            self.body.update(self.thinking)
+        super().watch_collapsed(collapsed)
 
 
 def argument_text(raw: str) -> Text:
@@ -104,7 +148,7 @@ def argument_text(raw: str) -> Text:
     return text
 
 
-class ToolCell(Collapsible):
+class ToolCell(Folded):
     """One tool call: name, key argument, status and duration; expands to arguments and output."""
 
     def __init__(self, event: events.ToolCallStarted) -> None:
@@ -115,9 +159,7 @@ class ToolCell(Collapsible):
         self.started = time.monotonic()
         self.arguments = Static(argument_text(event.arguments), classes="tool-arguments")
         self.output = Static("", markup=False)
-        super().__init__(
-            self.arguments, self.output, title=self._heading("…"), collapsed=True, classes="tool"
-        )
+        super().__init__(self.arguments, self.output, title=self._heading("…"), classes="tool")
 
     def _heading(self, status: str) -> str:
         # Collapsible titles are markup: the model-chosen summary must not be read as tags.
@@ -152,6 +194,9 @@ class AgentCell(Static, can_focus=True):
         self.heading = clean_text(title)
         self.tail = ""
         self.footer = "queued"
+        self._settled = False
+        self._rows = 0  # preview rows shown: while it runs the preview never shrinks
+        self._drawn: tuple[int, str, Size] | None = None  # rows, footer and size last measured
         self._redraw()
 
     def progress(self, tail: str) -> None:
@@ -166,16 +211,31 @@ class AgentCell(Static, can_focus=True):
 
     def settle(self, status: str, detail: str) -> None:
         self.footer = f"{status}: {clean_text(detail)[:200]}" if detail else status
+        self._settled = True
         self._redraw()
 
     def _redraw(self) -> None:
         lines = [line for line in self.tail.splitlines() if line.strip()][-PREVIEW_LINES:]
-        # The end of a long line is what the child is writing now, so that end is kept.
-        shown = [
-            line if len(line) <= PREVIEW_WIDTH else "…" + line[-PREVIEW_WIDTH:] for line in lines
-        ]
+        # The end of a long line is what the child is writing now, so that end is kept,
+        # as much of it as fits on one row once the cell is laid out.
+        width = self.content_size.width
+        keep = min(PREVIEW_WIDTH, width - len("  │ …")) if width else PREVIEW_WIDTH
+        shown = [line if cell_len(line) <= keep else "…" + line_end(line, keep) for line in lines]
+        if not self._settled:
+            shown += [""] * (self._rows - len(shown))
+            self._rows = len(shown)
         body = "".join(f"  │ {line}\n" for line in shown)
-        self.update(f"⧉ {self.heading}\n{body}  └ {self.footer}")
+        self.update(f"⧉ {self.heading}\n{body}  └ {self.footer}", layout=False)
+        # A layout of the screen per update cost more than drawing, with 20 children
+        # streaming; rows of one line and a preview that does not shrink keep the height,
+        # which is measured only when the rows or the footer changed.
+        drawn = (len(shown), self.footer, self.content_size)
+        if drawn == self._drawn:
+            return
+        self._drawn = drawn
+        size = self.content_size
+        if not size.width or self.get_content_height(size, size, size.width) != size.height:
+            self.refresh(layout=True)
 
     def on_click(self) -> None:
         self.post_message(AgentRow.Selected(self.agent_id))
@@ -190,7 +250,13 @@ class Notice(Static):
 
 
 class Transcript(VerticalScroll):
-    """Applies engine events to a conversation on screen: the session's, or one child's."""
+    """Applies engine events to a conversation on screen: the session's, or one child's.
+
+    It stays scrolled to the end while new cells arrive, unless the user scrolls away.
+    Earlier history (a resumed session, a child's conversation so far) is mounted a
+    screenful at a time: the newest first, the previous one each time the user scrolls
+    near the top.
+    """
 
     def __init__(self, *, id: str = "transcript") -> None:
         super().__init__(id=id)
@@ -198,6 +264,33 @@ class Transcript(VerticalScroll):
         self._reasoning: Reasoning | None = None
         self._tools: dict[str, ToolCell] = {}
         self._agents: dict[str, AgentCell] = {}
+        self._backlog: Backlog | None = None
+        # Mounted history cells -> the index of the message each shows (History.origins).
+        self._origins: dict[Widget, int] = {}
+        self._loading = False
+        # The latest output of each running sub-agent whose cell is not drawn with it yet.
+        self._tails: dict[AgentCell, str] = {}
+        self._previews = Coalescer(self, self._show_tails)
+
+    def watch_virtual_size(self, size: Size) -> None:
+        self._anchor_when_full(size.height)
+
+    def on_resize(self) -> None:
+        self._anchor_when_full(self.virtual_size.height)
+
+    def _anchor_when_full(self, content_height: int) -> None:
+        """Anchored, the view follows new cells (and a Markdown answer growing after its
+        mount) to the end; scrolling up releases it, scrolling back down restores it.
+
+        Only while the cells overflow the view: an anchored view taller than its content
+        shows the content at the bottom of the screen.
+        """
+        full = content_height > self.size.height
+        if full and not self.is_anchored:
+            self.anchor()
+        elif not full and self.is_anchored:
+            self.anchor(False)
+            self.scroll_to(y=0, animate=False, immediate=True)
 
     async def reset(self) -> None:
         """Empty the transcript and forget its cells, so later events start new ones."""
@@ -205,24 +298,120 @@ class Transcript(VerticalScroll):
         self._reasoning = None
         self._tools.clear()
         self._agents.clear()
+        self._backlog = None
+        self._origins.clear()
+        self._tails.clear()
+        self.anchor(False)
         await self.remove_children()
 
     async def add(self, widget: Widget) -> None:
         await self.add_all([widget])
 
     async def add_all(self, widgets: Iterable[Widget]) -> None:
-        """Mount in one batch, then drop the oldest cells past MAX_MOUNTED."""
+        """Mount in one batch; past MAX_MOUNTED + PRUNE_BATCH cells, drop the oldest."""
         await self.mount_all(widgets)
-        overflow = len(self.children) - MAX_MOUNTED
-        if overflow > 0:
-            await self.remove_children(list(self.children)[:overflow])
-        self.scroll_end(animate=False)
+        # Not while the user reads further up: the cells would move under their eyes.
+        if len(self.children) > MAX_MOUNTED + PRUNE_BATCH and self.scroll_y >= self.max_scroll_y:
+            await self._prune()
 
-    async def show_history(self, history: History) -> None:
-        """Mount rebuilt cells; later events finish its open tool calls and update its agents."""
+    async def _prune(self) -> None:
+        """Remove the oldest cells down to MAX_MOUNTED, in one remove.
+
+        History cells go a whole message at a time and can be rebuilt by scrolling up
+        again; once a cell of this session's own (which nothing can rebuild) under the
+        history goes, the history before it cannot be shown in order and is let go.
+        """
+        children = list(self.children)
+        cut = len(children) - MAX_MOUNTED
+        origin = self._origins.get(children[cut - 1])
+        while origin is not None and cut < len(children):
+            if self._origins.get(children[cut]) != origin:
+                break
+            cut += 1
+        pruned = children[:cut]
+        history_seen = lost = False
+        for cell in pruned:
+            if self._origins.pop(cell, None) is not None:
+                history_seen = True
+            elif history_seen:
+                lost = True
+        if self._backlog is not None and history_seen:
+            if lost:
+                self._backlog = None
+            else:
+                kept = (self._origins[cell] for cell in children[cut:] if cell in self._origins)
+                self._backlog.rewind(next(kept, len(self._backlog.messages)))
+        gone = set(pruned)
+        self._tools = {key: cell for key, cell in self._tools.items() if cell not in gone}
+        self._agents = {key: cell for key, cell in self._agents.items() if cell not in gone}
+        self._tails = {cell: tail for cell, tail in self._tails.items() if cell not in gone}
+        await self.remove_children(pruned)
+
+    async def show_history(self, backlog: Backlog, above: Sequence[Widget] = ()) -> None:
+        """Mount `above` and the newest screenful of `backlog`'s cells in one batch.
+
+        Later events finish its open tool calls and update its sub-agent cells.
+        """
+        self._backlog = backlog
+        history = backlog.older(self._batch_rows())
         self._tools.update(history.pending)
         self._agents.update(history.agents)
-        await self.add_all(history.widgets)
+        self._origins.update(history.origins)
+        await self.add_all([*above, *history.widgets])
+        self.call_after_refresh(self._fill)
+
+    def has_agent(self, agent_id: str) -> bool:
+        """Whether a cell of this sub-agent is on show (its envelopes then update it)."""
+        return agent_id in self._agents
+
+    def _batch_rows(self) -> int:
+        """A screenful, and a row to scroll up by."""
+        return max(self.size.height or self.app.size.height, MIN_BATCH_ROWS) + 1
+
+    def _fill(self) -> None:
+        """The cells do not fill the view, so it cannot be scrolled up: load more."""
+        if self.max_scroll_y <= 0:
+            self._want_older()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        # Within half a screen of the top, the batch before is loaded: scrolling on up
+        # usually finds it there already.
+        if new < old and new < self.size.height / 2:
+            self._want_older()
+
+    def _want_older(self) -> None:
+        if self._backlog is not None and not self._backlog.exhausted and not self._loading:
+            self._loading = True
+            self.call_later(self.load_older)
+
+    async def load_older(self) -> None:
+        """Mount the batch before the oldest history cell above it, the view kept in place."""
+        try:
+            backlog = self._backlog
+            if backlog is None or backlog.exhausted:
+                return
+            history = backlog.older(self._batch_rows())
+            for agent_id, agent in history.agents.items():
+                self._agents.setdefault(agent_id, agent)  # a newer cell keeps the updates
+            oldest = next((cell for cell in self.children if cell in self._origins), None)
+            self._origins.update(history.origins)
+            at_end = self.scroll_y >= self.max_scroll_y  # anchored: the end stays in view
+            # Where the cell at the top of the view is now, to put it back there.
+            marker = oldest if oldest is not None else next(iter(self.children), None)
+            if marker is None:
+                await self.mount_all(history.widgets)
+            else:
+                offset = marker.virtual_region.y - self.scroll_y
+                await self.mount_all(history.widgets, before=marker)
+                if not at_end:
+                    self.call_after_refresh(self._keep_in_view, marker, offset)
+            self.call_after_refresh(self._fill)
+        finally:
+            self._loading = False
+
+    def _keep_in_view(self, marker: Widget, offset: int) -> None:
+        self.scroll_to(y=marker.virtual_region.y - offset, animate=False, immediate=True)
 
     async def user(self, text: str, *, steer: bool = False) -> None:
         await self.add(UserMessage(text, steer=steer))
@@ -239,11 +428,21 @@ class Transcript(VerticalScroll):
             await self.add(cell)
         kind = envelope["kind"]
         if kind == "progress" and envelope.get("text_tail"):
-            cell.progress(envelope["text_tail"])
-        elif kind in ("started", "tool_call_started"):
+            # Children stream a dozen tails a second each: drawn a frame at a time.
+            self._tails[cell] = envelope["text_tail"]
+            self._previews.request()
+            return
+        if (tail := self._tails.pop(cell, None)) is not None:  # in order, before this
+            cell.progress(tail)
+        if kind in ("started", "tool_call_started"):
             cell.running(envelope.get("tool", "thinking"))
         elif kind in ("completed", "failed", "cancelled", "interrupted"):
             cell.settle(kind, detail)
+
+    def _show_tails(self) -> None:
+        tails, self._tails = self._tails, {}
+        for cell, tail in tails.items():
+            cell.progress(tail)
 
     async def apply(self, event: events.Event) -> None:
         if isinstance(event, events.ReasoningDelta):
@@ -256,7 +455,6 @@ class Transcript(VerticalScroll):
                 self._answer = AssistantMessage()
                 await self.add(self._answer)
             await self._answer.add_fragment(event.text)
-            self.scroll_end(animate=False)
         elif isinstance(event, events.AssistantMessage):
             await self._finish_answer(event)
         elif isinstance(event, events.ToolCallStarted):
@@ -272,11 +470,23 @@ class Transcript(VerticalScroll):
             # call's cell was already dropped past MAX_MOUNTED.
             if diff is not None and started is not None and started.parent is self:
                 await self.mount(DiffView(diff), after=started)
-                self.scroll_end(animate=False)
         elif isinstance(event, events.SteerAccepted):
             await self.notice(f"steer accepted: {event.text}", "steer")
         elif isinstance(event, events.ErrorEvent):
             await self.notice(event.message, "error")
+        # /compact says what it did itself; these are the ones a turn did on its own.
+        elif isinstance(event, events.ContextCompacted) and event.trigger == "auto":
+            await self.notice(
+                f"Context compacted: {event.summarised} older messages summarised into one, "
+                f"the {event.kept} newest kept as they were; {event.tokens_before:,} → about "
+                f"{event.tokens_after:,} tokens of {event.window:,}."
+            )
+        elif isinstance(event, events.CompactionFailed) and event.trigger == "auto":
+            await self.notice(
+                f"Could not compact the context ({event.message}); the conversation goes on "
+                "as it was.",
+                "warning",
+            )
         elif isinstance(event, events.TurnComplete) and event.status == "interrupted":
             await self.notice("turn cancelled; sub-agents keep running", "warning")
 

@@ -309,10 +309,13 @@ async def test_sub_agent_cell_streams_then_settles(llm, make_app, workspace):
         from codewhale.tui.transcript import AgentCell
 
         await wait_for(pilot, lambda: bool(app.query(AgentCell)))
-        await wait_for(pilot, lambda: not app.turn_running)
         cell = app.query_one(AgentCell)
+        # While it runs the cell previews the lines being written...
+        await wait_for(pilot, lambda: "│ line" in str(cell.render()))
+        await wait_for(pilot, lambda: not app.turn_running)
+        # ...and once done, the end of its final answer.
         rendered = str(cell.render())
-        assert "└ completed" in rendered and "│ line" in rendered
+        assert "└ completed" in rendered and "│ BLOCKERS: None." in rendered
         await app.action_quit()
 
 

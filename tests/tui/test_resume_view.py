@@ -10,6 +10,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from codewhale.config import load_config
 from codewhale.permissions import Mode
 from codewhale.tui.agent_screen import AgentScreen
@@ -29,6 +31,8 @@ from tests.support.settings import TEST_KEY
 from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
 
 FIXED = Path(tempfile.gettempdir()) / "codewhale-snapshot-resume"
+# The snapshot tests share FIXED (a stable path keeps the pictures stable): one worker.
+pytestmark = pytest.mark.xdist_group("resume-view-snapshots")
 EDIT = {"path": "notes.txt", "old_string": "hello", "new_string": "hello, world"}
 
 

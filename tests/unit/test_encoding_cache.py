@@ -7,7 +7,9 @@ its parent's, so the provider's prefix cache hits.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 from typing import Any
 
 import pytest
@@ -99,9 +101,8 @@ def test_text_content_servers_get_an_empty_string_for_null_content(text_client):
     assert CONVERSATION[2]["content"] is None
 
 
-def test_each_message_is_encoded_once_however_many_requests(client, monkeypatch):
-    messages = [dict(message) for message in CONVERSATION[:2]]
-    tools = ToolRegistry(default_tools()).schemas()
+def count_encodings(client, monkeypatch) -> list[Any]:
+    """The objects the client's message cache encodes from now on."""
     encoded: list[Any] = []
     cache = client._message_fragments
     original = type(cache)._encode
@@ -111,6 +112,13 @@ def test_each_message_is_encoded_once_however_many_requests(client, monkeypatch)
         return original(self, item)
 
     monkeypatch.setattr(type(cache), "_encode", counting)
+    return encoded
+
+
+def test_each_message_is_encoded_once_however_many_requests(client, monkeypatch):
+    messages = [dict(message) for message in CONVERSATION[:2]]
+    tools = ToolRegistry(default_tools()).schemas()
+    encoded = count_encodings(client, monkeypatch)
     for step in range(20):
         client.encode_request(messages, tools=tools)
         messages.append({"role": "tool", "tool_call_id": f"c{step}", "content": f"out {step}"})
@@ -118,13 +126,67 @@ def test_each_message_is_encoded_once_however_many_requests(client, monkeypatch)
     assert len(encoded) == 2 + 19 + len(tools)
 
 
-def test_a_field_replaced_after_sending_is_encoded_afresh(client):
+def test_a_replaced_message_or_a_rewritten_list_is_encoded_afresh(client, monkeypatch):
     messages = [dict(message) for message in CONVERSATION]
     client.encode_request(messages)
-    messages[1]["content"] = "changed"
-    messages[2].pop("reasoning_content")
-    messages[3]["name"] = "read_file"
+    encoded = count_encodings(client, monkeypatch)
+    # Sent messages are replaced, never edited: the replacement is a new dict.
+    messages[1] = {**messages[1], "content": "changed"}
+    messages[2] = {key: value for key, value in messages[2].items() if key != "tool_calls"}
     assert client.encode_request(messages) == plain(client.build_body(messages))
+    assert encoded == [messages[1], messages[2]]
+    # A compaction: older turns folded into one summary, the recent ones kept as they were.
+    summary = {"role": "user", "content": "summary of turns 1-3"}
+    messages[1:4] = [summary]
+    assert client.encode_request(messages) == plain(client.build_body(messages))
+    assert encoded[2:] == [summary]
+    del messages[1:]  # /clear
+    assert client.encode_request(messages) == plain(client.build_body(messages))
+
+
+def test_a_long_conversation_encodes_only_its_new_messages(client, monkeypatch):
+    messages = [{"role": "user", "content": f"message {i}"} for i in range(1000)]
+    client.encode_request(messages)
+    encoded = count_encodings(client, monkeypatch)
+    for step in range(5):
+        messages.append({"role": "tool", "tool_call_id": f"c{step}", "content": "out"})
+        assert client.encode_request(messages) == plain(client.build_body(messages))
+    assert encoded == messages[1000:]
+
+
+def test_conversations_taking_turns_on_one_client_keep_their_encodings(client, monkeypatch):
+    conversations = [
+        [{"role": "system", "content": "shared prompt"}, {"role": "user", "content": f"task {n}"}]
+        for n in range(6)
+    ]
+    for messages in conversations:
+        client.encode_request(messages)
+    encoded = count_encodings(client, monkeypatch)
+    for step in range(3):
+        for n, messages in enumerate(conversations):
+            messages.append({"role": "assistant", "content": f"step {step} of {n}"})
+            assert client.encode_request(messages) == plain(client.build_body(messages))
+    # More conversations than whole lists kept: each still encodes only its new message.
+    assert len(encoded) == 3 * len(conversations)
+
+
+class Message(dict):
+    """A message that can be watched with a weak reference."""
+
+
+def test_a_cleared_conversation_is_not_kept_alive_by_the_cache(client):
+    messages = [Message(role="system", content="prompt")]
+    messages += [Message(role="user", content=f"turn {n}") for n in range(300)]
+    client.encode_request(messages)
+    watched = [weakref.ref(message) for message in messages[1:]]
+    del messages[1:]  # /clear
+    # Released once the cache has doubled since it last looked (here, 600 requests on).
+    for turn in range(600):
+        messages.append(Message(role="user", content=f"after {turn}"))
+        client.encode_request(messages)
+    assert client.encode_request(messages) == plain(client.build_body(messages))
+    gc.collect()
+    assert all(ref() is None for ref in watched)
 
 
 def test_a_fork_with_the_same_messages_in_a_new_list_gets_the_same_prefix(client):

@@ -1,13 +1,20 @@
-"""Cold-start hygiene: cheap commands must not import the UI or network stacks."""
+"""Cold-start hygiene: cheap commands must not import the UI or network stacks, and the
+app's first frame imports only Textual and the widgets on it."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from codewhale import __version__
+from codewhale.tui.launch import check
+from codewhale.tui.launch_receipt import Appearance
 
 PROBE = """
 import sys
@@ -43,3 +50,192 @@ def test_version_flag_prints_the_package_version():
     )
     assert result.returncode == 0
     assert result.stdout.strip() == f"codewhale {__version__}"
+
+
+# -- paint first: what the app's first frame may import ------------------------------------
+
+FIRST_FRAME = """
+import asyncio, json, sys, tempfile
+from pathlib import Path
+from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.launch_receipt import Appearance
+
+
+class Watched(CodeWhaleApp):
+    CSS_PATH = str(Path(sys.modules[CodeWhaleApp.__module__].__file__).with_name("app.tcss"))
+    first_frame = {}
+
+    def on_mount(self):
+        # Textual then runs the app's own on_mount (handlers run down the MRO), so this is
+        # registered first: it runs after the first frame, before any session work.
+        self.call_after_refresh(self.record_first_frame)
+
+    def record_first_frame(self):
+        self.first_frame = {
+            "modules": sorted(sys.modules),
+            "composer": self.composer.region.area,
+            "status": str(self.query_one("#status").render()),
+            "runtime": self.runtime is not None,
+        }
+
+
+async def opened(pilot):
+    app = pilot.app
+    after = {"modules": sorted(sys.modules), "runtime": app.runtime is not None}
+    print(json.dumps({"first_frame": app.first_frame, "opened": after}), flush=True)
+    app.exit()
+
+
+# As launch_tui builds it when a receipt vouched for the config: no config read yet.
+app = Watched(Appearance(theme="textual-dark", sidebar=True), Path(tempfile.mkdtemp()))
+asyncio.run(app.run_async(headless=True, size=(120, 40), auto_pilot=opened))
+"""
+
+# Loaded only once the session opens, after the first frame, each for a reason: the
+# config models (pydantic; the config is read with the session), the provider client
+# (httpx), agent definitions (YAML), the engine's loop, the session's assembly and the
+# sub-agent manager. The engine's event dataclasses do load (the transcript matches on
+# them), so `codewhale.engine` itself is allowed and `codewhale.engine.loop` is not.
+AFTER_FIRST_FRAME = [
+    "pydantic",
+    "codewhale.config",
+    "codewhale.config_models",
+    "httpx",
+    "codewhale.providers.client",
+    "yaml",
+    "codewhale.subagents.definitions",
+    "codewhale.engine.loop",
+    "codewhale.runtime.build",
+    "codewhale.runtime.runtime",
+    "codewhale.subagents.manager",
+    "codewhale.tui.command_handlers",
+]
+# Still imported by the transcript's cells at module level (tui/transcript.py, tui/diff_view.py).
+NOT_YET = {
+    "textual.widgets._markdown": "the transcript's cells subclass Textual's Markdown",
+    "pygments": "diff_view imports rich.syntax at module level",
+}
+
+
+@pytest.fixture(scope="module")
+def first_start(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CODEWHALE_", "DEEPSEEK_"))},
+        "CODEWHALE_HOME": str(home),
+        "DEEPSEEK_API_KEY": "sk-startup-0000000000",
+        "CODEWHALE_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_first_frame_is_the_whole_layout_before_the_session(first_start):
+    frame = first_start["first_frame"]
+    assert frame["composer"] > 0
+    assert "starting…" in frame["status"]
+    assert not frame["runtime"]
+
+
+@pytest.mark.parametrize("module", AFTER_FIRST_FRAME)
+def test_the_first_frame_does_not_import(first_start, module):
+    assert module not in first_start["first_frame"]["modules"]
+
+
+def test_the_session_then_opens_and_loads_them(first_start):
+    opened = first_start["opened"]
+    assert opened["runtime"]
+    assert {"pydantic", "httpx", "codewhale.engine.loop"} <= set(opened["modules"])
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param(m, marks=pytest.mark.xfail(reason=why, strict=True))
+        for m, why in NOT_YET.items()
+    ],
+)
+def test_the_first_frame_does_not_import_yet(first_start, module):
+    assert module not in first_start["first_frame"]["modules"]
+
+
+# -- the launch receipt: checks that passed for exactly this setup are not repeated ---------
+
+
+def launch_args(workspace: Path, **values) -> argparse.Namespace:
+    return argparse.Namespace(
+        **{"workspace_path": workspace, "overrides": {}, "resume": None} | values
+    )
+
+
+@pytest.fixture
+def keyed_setup(isolated_home, monkeypatch, tmp_path):
+    """A workspace, a key in the env and a user config (no offline model standing in)."""
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-receipt-0000000000")
+    config = isolated_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('offline_fallback = false\n[tui]\ntheme = "nord"\n')
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    return workspace, config
+
+
+def test_a_passed_check_is_remembered_with_what_the_first_frame_needs(keyed_setup):
+    workspace, _ = keyed_setup
+    first = check(launch_args(workspace))
+    assert first.config.tui.theme == "nord"  # read and validated: a LoadedConfig
+    assert check(launch_args(workspace)) == Appearance(theme="nord", sidebar=True)
+
+
+def test_a_config_broken_after_a_passed_check_is_refused(keyed_setup):
+    workspace, config = keyed_setup
+    check(launch_args(workspace))
+    config.write_text("[network]\nmax_retries = 'many'\n")
+    assert check(launch_args(workspace)).startswith("config error:")
+
+
+def test_a_key_unset_after_a_passed_check_is_refused(keyed_setup, monkeypatch):
+    workspace, _ = keyed_setup
+    check(launch_args(workspace))
+    monkeypatch.delenv("DEEPSEEK_API_KEY")
+    assert "needs an API key" in check(launch_args(workspace))
+
+
+def test_other_flags_and_workspaces_are_checked_afresh(keyed_setup, tmp_path):
+    workspace, _ = keyed_setup
+    check(launch_args(workspace))
+    assert "unknown provider" in check(launch_args(workspace, overrides={"provider": "nope"}))
+    other = tmp_path / "other"
+    (other / ".codewhale").mkdir(parents=True)
+    (other / ".codewhale" / "config.toml").write_text("[tui]\nsidebar = 3\n")
+    assert check(launch_args(other)).startswith("config error:")
+
+
+def test_an_unknown_session_is_refused_on_a_receipt_too(keyed_setup):
+    workspace, _ = keyed_setup
+    check(launch_args(workspace))
+    assert "no session 'sess_nope'" in check(launch_args(workspace, resume="sess_nope"))
+
+
+SECOND_START = """
+import argparse, sys
+from pathlib import Path
+from codewhale.tui.launch import check
+
+checked = check(argparse.Namespace(workspace_path=Path(sys.argv[1]), overrides={}, resume=None))
+print(type(checked).__name__, "pydantic" in sys.modules)
+"""
+
+
+def test_a_second_start_checks_without_loading_the_config_models(keyed_setup):
+    workspace, _ = keyed_setup
+
+    def start() -> str:
+        command = [sys.executable, "-c", SECOND_START, str(workspace)]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+    assert start().split() == ["LoadedConfig", "True"]
+    assert start().split() == ["Appearance", "False"]

@@ -1,0 +1,205 @@
+"""When the sub-agent state reaches the disk: journal lines for changes, snapshots at times.
+
+Children stream: their records change many times a second. Rewriting every record
+for each change cost the event loop in proportion to all records; here a change
+costs in proportion to itself. Changes are coalesced over FLUSH_DELAY_SECS and
+appended to the journal as one line per changed record (its changed fields and
+new events), written on the loop without fsync. The snapshot (the whole state
+file, fsync'd, written off the loop) is rewritten, and the journal restarted,
+when a record is new or changes status (readers of the bare file see every
+record and its status), when the journal has outgrown the snapshot (so reading
+stays proportional to the state), when a caller needs the state durable
+(`durable()`, before the model hears a new child's id), and on `flush()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from codewhale.subagents.records import WorkerRecord
+from codewhale.subagents.store import SubagentStore
+
+# How long changes are coalesced: a crash of the process loses at most this much progress.
+FLUSH_DELAY_SECS = 0.2
+# The journal may grow to the snapshot's size (at least this) before a compaction.
+MIN_JOURNAL_BYTES = 256 * 1024
+
+
+@dataclass
+class _Written:
+    """What the files hold of one record: its fields (events aside) and last event."""
+
+    fields: dict[str, Any]
+    last_seq: int
+
+
+class CoalescedWriter:
+    """Keeps the state on disk current, at most once per delay; or now, durably.
+
+    Every change in the window rides along with the next write; `enabled` is asked
+    each time so a manager can stop writing (e.g. after finding a file it must not
+    touch). Writes never overlap: one lock orders journal appends, snapshots and
+    `durable()`.
+    """
+
+    def __init__(
+        self,
+        store: SubagentStore,
+        records: Callable[[], list[WorkerRecord]],
+        enabled: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.store = store
+        self.records = records
+        self.enabled = enabled
+        self._task: asyncio.Task[None] | None = None
+        # Records changed since the last write, by id; `_everything`: a change not
+        # tied to one record, so every record is looked at.
+        self._dirty: dict[str, WorkerRecord] = {}
+        self._everything = False
+        self._lock = asyncio.Lock()
+        # Tickets of `durable()` callers, and the last ticket a finished write covered.
+        self._requested = 0
+        self._written_through = 0
+        # Since the last snapshot: each record as the files hold it, the ids the snapshot
+        # left out (trimmed), the journal's generation (None: no snapshot written yet)
+        # and size, and the snapshot's size.
+        self._written: dict[str, _Written] = {}
+        self._left_out: set[str] = set()
+        self._generation: int | None = None
+        self._journal_bytes = 0
+        self._snapshot_bytes = 0
+
+    def mark_dirty(
+        self, record: WorkerRecord | None = None, delay: float = FLUSH_DELAY_SECS
+    ) -> None:
+        """`record` changed (None: something did); written within `delay` seconds."""
+        if record is None:
+            self._everything = True
+        else:
+            self._dirty[record.agent_id] = record
+        # Per event while children stream: a write already coming needs nothing more.
+        if self._task is not None and not self._task.done():
+            return
+        if not self.enabled():
+            self._dirty.clear()
+            self._everything = False
+            return
+        self._task = asyncio.get_running_loop().create_task(self._write_later(delay))
+
+    async def durable(self) -> None:
+        """Return once the state as it is now is on disk (a snapshot, fsync'd).
+
+        For what the model is about to be told (a new child's id): several callers at
+        once share a write; one arriving during a write waits for the next.
+        """
+        if not self.enabled():
+            return
+        self._requested += 1
+        await self._write(ticket=self._requested, compact=True)
+
+    async def flush(self) -> None:
+        """Write the current state as a snapshot now (after any write already in flight)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.enabled():
+            await self._write(compact=True)
+            self.store.close_journal()
+
+    async def _write_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        # A change marked while a write is in flight gets a write of its own.
+        while self._dirty or self._everything:
+            await self._write()
+            if self._dirty or self._everything:
+                await asyncio.sleep(FLUSH_DELAY_SECS)
+
+    async def _write(self, ticket: int = 0, compact: bool = False) -> None:
+        async with self._lock:
+            if ticket and self._written_through >= ticket:
+                return  # a write that started after this caller asked has finished
+            through = self._requested
+            if not self.enabled():
+                return
+            changed = self._take_changes()
+            if compact or self._compaction_due(changed):
+                await self._compact()
+            else:
+                self._append(changed)
+            self._written_through = through
+
+    def _take_changes(self) -> list[WorkerRecord]:
+        changed = self.records() if self._everything else list(self._dirty.values())
+        self._dirty.clear()
+        self._everything = False
+        return changed
+
+    def _compaction_due(self, changed: list[WorkerRecord]) -> bool:
+        if self._generation is None:
+            return True
+        if self._journal_bytes > max(MIN_JOURNAL_BYTES, self._snapshot_bytes):
+            return True
+        for record in changed:
+            written = self._written.get(record.agent_id)
+            if written is None:
+                # New, or trimmed from the snapshot as finished and now running again.
+                if record.agent_id not in self._left_out or not record.terminal:
+                    return True
+            elif written.fields["status"] != record.status:
+                return True
+        return False
+
+    async def _compact(self) -> None:
+        """Write every record as a new snapshot and start its journal."""
+        # Taken on the loop, so no change can slip between the copy and the baseline.
+        records = self.records()
+        snapshot = self.store.snapshot(records)
+        generation = self.store.next_generation()
+        self._written = {}
+        for data in snapshot:
+            events = data["events"]
+            fields = {key: value for key, value in data.items() if key != "events"}
+            self._written[data["agent_id"]] = _Written(fields, events[-1]["seq"] if events else 0)
+        self._left_out = {r.agent_id for r in records if r.agent_id not in self._written}
+        self._generation, self._journal_bytes = generation, 0
+        try:
+            # Encoding and the write (with its fsync) run in a thread so children keep streaming.
+            self._snapshot_bytes = await asyncio.to_thread(self.store.write, snapshot, generation)
+        except BaseException:
+            self._generation = None  # the next write tries the snapshot again
+            raise
+
+    def _append(self, changed: list[WorkerRecord]) -> None:
+        assert self._generation is not None
+        lines = [line for record in changed if (line := self._change_line(record))]
+        if lines:
+            self._journal_bytes += self.store.append_journal(self._generation, lines)
+
+    def _change_line(self, record: WorkerRecord) -> str:
+        """One journal line: the record's fields that changed and its new events ("": none)."""
+        written = self._written.get(record.agent_id)
+        if written is None:
+            return ""  # left out of the snapshot (trimmed): not kept on disk
+        data = record.to_json()
+        events = data.pop("events")
+        before = written.fields
+        changed = {key: value for key, value in data.items() if before.get(key, _ABSENT) != value}
+        start = len(events)
+        while start and events[start - 1]["seq"] > written.last_seq:
+            start -= 1
+        if not changed and start == len(events):
+            return ""
+        written.fields = data
+        written.last_seq = events[-1]["seq"] if events else 0
+        change: dict[str, Any] = {"agent_id": record.agent_id, "set": changed}
+        if start < len(events):
+            change["events"] = events[start:]
+        return json.dumps(change, ensure_ascii=False, separators=(",", ":"))
+
+
+_ABSENT = object()

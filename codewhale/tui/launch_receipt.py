@@ -1,0 +1,133 @@
+"""A receipt for start-up checks that passed, so an unchanged setup paints at once.
+
+`codewhale` refuses a bad config or a missing key before the full-screen app appears.
+Validating the config loads pydantic and the config models: about 75 ms, 0.4x of a bare
+Textual app's whole start. When the checks pass, a digest of everything they read is
+kept (with the two settings the first frame needs); the next start whose digest matches
+skips them, paints, and reads the config with the session after the first frame.
+
+The digest covers the config files' bytes, the whole environment (but for the shell's
+own `_`, `PWD`, `OLDPWD` and `SHLVL`, which no setting comes from), the flags, the
+workspace, the Python and CodeWhale versions, the newest source file's mtime and whether
+the offline model is installed, so anything that could change the answer misses and the
+checks run in full. The receipt file (mode 0600) holds digests and those two settings,
+never an input's value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codewhale import __version__
+from codewhale.atomic import atomic_write_text
+from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
+from codewhale.providers.local_model import missing_local_runtime
+
+if TYPE_CHECKING:
+    from codewhale.config import LoadedConfig
+
+RECEIPT_FILE = "launch-checks.json"
+# Workspaces and setups remembered at once; the oldest is dropped first.
+KEEP = 16
+SHELL_ONLY = frozenset({"_", "PWD", "OLDPWD", "SHLVL"})
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Appearance:
+    """What the first frame takes from the config."""
+
+    theme: str
+    sidebar: bool
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig) -> Appearance:
+        return cls(theme=loaded.config.tui.theme, sidebar=loaded.config.tui.sidebar)
+
+
+def digest(
+    workspace: Path, overrides: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> str:
+    """One hash of everything the config and key checks read for this start.
+
+    Secrets never enter it, not even hashed: a variable that looks like one counts only
+    as set or unset (the key check asks no more), and the config files by their size and
+    modification time rather than their bytes (they may hold `api_key`).
+    """
+    env = os.environ if env is None else env
+    dirs = user_dirs(env)
+    files = []
+    for path in (user_config_file(dirs), WorkspacePaths(workspace).config_file):
+        try:
+            info = path.stat()
+            files.append((str(path), info.st_size, info.st_mtime_ns))
+        except OSError:
+            files.append((str(path), -1, -1))  # a missing file is part of the answer too
+    inputs = {
+        "python": sys.version,
+        "codewhale": __version__,
+        "source": _newest_source(PACKAGE),
+        "workspace": str(workspace),
+        "flags": sorted(overrides.items()),
+        "env": sorted(
+            (name, "<set>" if _secret(name) and value else value)
+            for name, value in env.items()
+            if name not in SHELL_ONLY
+        ),
+        "config files": files,
+        "offline model": missing_local_runtime(),
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def _secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"))
+
+
+def recall(key: str, state_dir: Path) -> Appearance | None:
+    """The first frame's settings if checks with this digest passed before."""
+    entry = _receipts(state_dir).get(key)
+    if not isinstance(entry, dict):
+        return None
+    theme, sidebar = entry.get("theme"), entry.get("sidebar")
+    if not isinstance(theme, str) or not isinstance(sidebar, bool):
+        return None
+    return Appearance(theme=theme, sidebar=sidebar)
+
+
+def remember(key: str, state_dir: Path, appearance: Appearance) -> None:
+    """Keep this digest as passed; a write that fails only costs the next start its check."""
+    receipts = _receipts(state_dir)
+    receipts.pop(key, None)
+    receipts[key] = asdict(appearance)
+    kept = dict(list(receipts.items())[-KEEP:])
+    with contextlib.suppress(OSError):
+        atomic_write_text(state_dir / RECEIPT_FILE, json.dumps(kept))
+
+
+def _receipts(state_dir: Path) -> dict[str, object]:
+    try:
+        data = json.loads((state_dir / RECEIPT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _newest_source(root: Path) -> int:
+    """The newest mtime of the package's .py files: an edited checkout is new code."""
+    newest = 0
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+    return newest

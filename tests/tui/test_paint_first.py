@@ -1,0 +1,103 @@
+"""Paint first: the app draws and takes keys before its session is open.
+
+The session is held shut here until the test opens it, so the window between the first
+frame and a ready session (a few hundred ms in a real start) can be looked at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual import events
+from textual.app import ScreenStackError
+from textual.css.query import NoMatches
+
+from codewhale.config import load_config
+from codewhale.tui import app as app_module
+from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.status import StatusLine
+from codewhale.tui.transcript import Notice, UserMessage
+from tests.support.llm_server import Reply
+from tests.support.settings import TEST_KEY
+
+
+class HeldShut(CodeWhaleApp):
+    """Opens its session only once `opening` is set."""
+
+    CSS_PATH = str(Path(app_module.__file__).with_name("app.tcss"))  # not beside this file
+
+    def __init__(self, *args, opening: asyncio.Event, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.opening = opening
+
+    async def open_runtime(self, loaded=None) -> None:
+        await self.opening.wait()
+        await super().open_runtime(loaded)
+
+
+async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.01)
+
+
+def status(app: CodeWhaleApp) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+def painted(app: CodeWhaleApp) -> bool:
+    """The first frame is drawn: the composer has been laid out."""
+    try:
+        return app.composer.region.area > 0
+    except (NoMatches, ScreenStackError):  # not composed yet
+        return False
+
+
+async def test_a_prompt_sent_while_starting_goes_out_once_the_session_opens(
+    llm, monkeypatch, workspace
+):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    llm.enqueue(Reply(text="hi there"))
+    opening = asyncio.Event()
+    app = HeldShut(load_config(workspace=workspace), workspace, opening=opening)
+    running = asyncio.create_task(app.run_async(headless=True, size=(120, 30)))
+    try:
+        await until(lambda: painted(app))
+        assert "starting…" in status(app)
+        for char in "hello":
+            app.post_message(events.Key(char, char))
+        await until(lambda: app.composer.text == "hello")  # typing is echoed meanwhile
+        app.post_message(events.Key("enter", None))
+        await until(lambda: app.composer.text == "")
+        await asyncio.sleep(0.2)
+        assert app.runtime is None and not llm.requests
+        assert not app.query(UserMessage) and not app.query(Notice)  # held, not refused
+
+        opening.set()
+        await until(lambda: len(llm.requests) == 1 and not app.turn_running)
+        assert llm.requests[0].json["messages"][-1] == {"role": "user", "content": "hello"}
+        assert [m.render().plain for m in app.query(UserMessage)] == ["› hello"]
+        assert "starting…" not in status(app) and "deepseek" in status(app)
+    finally:
+        opening.set()
+        await until(lambda: app.session_ready.is_set())
+        await app.action_quit()
+        await running
+
+
+async def test_a_session_that_cannot_open_says_so_in_the_status_line(monkeypatch, workspace):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    app = CodeWhaleApp(load_config(workspace=workspace), workspace, resume="sess_nope")
+    async with app.run_test(size=(120, 30)) as pilot:
+        assert app.runtime is None
+        assert "no session" in status(app) and "starting…" not in status(app)
+        await pilot.press("h", "i", "enter")
+        notices = [str(n.render()) for n in app.query(Notice)]
+        assert any("No session is open" in n for n in notices)
+        await app.action_quit()
