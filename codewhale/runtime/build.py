@@ -213,7 +213,7 @@ def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | 
 
 def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo:
     if session_id:
-        return store.load(session_id).info
+        return store.info(session_id)
     latest = store.latest(workspace)
     if latest is None:
         raise SessionError(f"no earlier session for {workspace} to continue")

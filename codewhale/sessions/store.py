@@ -166,13 +166,20 @@ class SessionStore:
         found = self.list(workspace)
         return found[0] if found else None
 
-    def load(self, session_id: str) -> LoadedSession:
+    def info(self, session_id: str) -> SessionInfo:
+        """The session's header and title, without parsing its messages; SessionError if
+        there is no such session."""
         path = self.root / f"{session_id}.jsonl"
         if "/" in session_id or not path.is_file():
             raise SessionError(f"no session '{session_id}' (see `codewhale sessions list`)")
         info = _read_info(path)
         if info is None:
             raise SessionError(f"{path}: not a CodeWhale session file")
+        return info
+
+    def load(self, session_id: str) -> LoadedSession:
+        info = self.info(session_id)
+        path = info.path
         messages, warnings = [], []
         meter: dict[str, Any] | None = None
         with path.open(encoding="utf-8", errors="replace") as handle:

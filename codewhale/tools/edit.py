@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from codewhale.permissions import ApprovalClass, relative_to_workspace
@@ -144,27 +145,27 @@ class EditFile(Tool):
 
     def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
         """The edit applied in memory, with run()'s matching: the diff it would write."""
-        path = context.path(arguments["path"])
-        name = relative_to_workspace(context.workspace, path)
-        content = read_text(path, name, "edited")
-        updated, _ = apply_edit(
-            content,
-            arguments["old_string"],
-            arguments["new_string"],
-            bool(arguments.get("replace_all")),
-        )
+        _, name, content, updated, _ = _planned_edit(arguments, context)
         return unified_diff(content, updated, name)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        path = context.path(arguments["path"])
-        name = relative_to_workspace(context.workspace, path)
-        content = read_text(path, name, "edited")
-        updated, tier = apply_edit(
-            content,
-            arguments["old_string"],
-            arguments["new_string"],
-            bool(arguments.get("replace_all")),
-        )
+        path, name, _, updated, tier = _planned_edit(arguments, context)
         diff = write_with_journal(context, path, updated)
         note = "" if tier == "exact" else f" (matched after normalising {tier})"
         return ToolResult(f"Edited {name}{note}.\n{diff}", display=diff)
+
+
+def _planned_edit(
+    arguments: Mapping[str, Any], context: ToolContext
+) -> tuple[Path, str, str, str, str]:
+    """(path, its workspace name, the text now, the text after the edit, the match tier)."""
+    path = context.path(arguments["path"])
+    name = relative_to_workspace(context.workspace, path)
+    content = read_text(path, name, "edited")
+    updated, tier = apply_edit(
+        content,
+        arguments["old_string"],
+        arguments["new_string"],
+        bool(arguments.get("replace_all")),
+    )
+    return path, name, content, updated, tier

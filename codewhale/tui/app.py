@@ -22,7 +22,6 @@ from textual.widgets import Footer, Static
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
 from codewhale.providers.local_model import limits
-from codewhale.providers.presets import preset_for
 from codewhale.runtime import events
 from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
@@ -225,8 +224,9 @@ class CodeWhaleApp(App[None]):
             if prompt is not None and self.runtime is not None:
                 await self.start_turn(prompt)
 
-        settings = self.runtime.settings
-        missing_key = not settings.api_key and preset_for(settings.provider).needs_key
+        from codewhale.providers.key_help import lacks_key
+
+        missing_key = lacks_key(self.runtime.settings)
         if missing_key or self.runtime.loaded.offline_fallback:
             from codewhale.tui import onboarding
 

@@ -86,7 +86,8 @@ def attached_to_terminal() -> bool:
 
 def unknown_session(session_id: str) -> str | None:
     try:
-        SessionStore(user_dirs().data_dir).load(session_id)
+        # Its header only: the app parses the messages once, when the session opens.
+        SessionStore(user_dirs().data_dir).info(session_id)
     except SessionError as error:
         return str(error)  # names the id and `codewhale sessions list`
     return None
