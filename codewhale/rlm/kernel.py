@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.process_tree import descendants, kill, kill_below
-from codewhale.sandbox import SandboxSpec, child_environment, sandboxed
+from codewhale.sandbox import SandboxSpec, child_environment, runs_under_init, sandboxed
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 # How often the watchdog counts the kernel's processes while an eval runs.
@@ -84,11 +84,8 @@ class Kernel:
 
     @property
     def _in_bwrap(self) -> bool:
-        """Whether bwrap runs the kernel: then its init sits between us and the kernel.
-
-        (sandbox-exec on macOS execs the kernel in place.)
-        """
-        return self.sandbox is not None and sys.platform.startswith("linux")
+        """Whether a sandbox init sits between us and the kernel (bwrap's, not seatbelt's)."""
+        return self.sandbox is not None and runs_under_init()
 
     @property
     def alive(self) -> bool:

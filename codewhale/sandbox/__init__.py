@@ -91,6 +91,14 @@ def sandboxed(command: Sequence[str], spec: SandboxSpec) -> list[str]:
     return [*bwrap.bwrap_arguments(probe.launcher, spec), "--", *command]
 
 
+def runs_under_init() -> bool:
+    """Whether `sandboxed()` puts a namespace init between the launcher and the command.
+
+    bwrap does (its PID 1 sits between us and the command); sandbox-exec execs in place.
+    """
+    return sys.platform != "darwin"
+
+
 @functools.cache
 def _probe() -> Probe:
     """This platform's launcher if it can build the sandbox here, or why not (once per process)."""
