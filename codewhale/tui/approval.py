@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,9 +41,14 @@ class ApprovalScreen(ModalScreen[str]):
         Binding("n,escape", "answer('deny')", "Deny"),
     ]
 
+    # Keys typed in the composer just before the dialog opened must not answer it: a "y"
+    # or "a" mid-sentence would approve a command unseen. Buttons still answer at once.
+    ARM_SECS = 0.4
+
     def __init__(self, request: events.ApprovalRequested) -> None:
         super().__init__()
         self.request = request
+        self.armed_at = time.monotonic() + self.ARM_SECS
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -76,6 +83,8 @@ class ApprovalScreen(ModalScreen[str]):
         self.dismiss(event.button.id)
 
     def action_answer(self, answer: str) -> None:
+        if time.monotonic() < self.armed_at:
+            return  # typed before the dialog could be read
         self.dismiss(answer)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from codewhale.config import load_config
 from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.approval import ApprovalScreen
 from tests.support.settings import TEST_KEY
 
 REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
@@ -16,6 +17,12 @@ REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS
 
 def is_child(body) -> bool:
     return any("Assignment metadata" in str(m.get("content")) for m in body["messages"])
+
+
+@pytest.fixture(autouse=True)
+def approval_keys_at_once(monkeypatch):
+    """Pilot presses keys as soon as a dialog exists; the typing guard has its own test."""
+    monkeypatch.setattr(ApprovalScreen, "ARM_SECS", 0.0)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,28 @@ async def test_a_childs_command_names_the_child_and_shows_all_of_it(llm, make_ap
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
         await app.action_quit()
+
+
+async def test_keys_typed_as_the_dialog_opens_do_not_answer_it(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "echo one"})]),
+        Reply(text="ran it"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await type_and_send(pilot, "run one")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        dialog = app.screen
+        # As if it had just opened: the "y" of a word being typed is not an answer.
+        dialog.armed_at = time.monotonic() + 60
+        await pilot.press("y", "a")
+        await pilot.pause(0.05)
+        assert app.screen is dialog
+        dialog.armed_at = time.monotonic()
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.turn_running)
+        tool_results = [m for m in llm.requests[-1].json["messages"] if m["role"] == "tool"]
+        assert len(tool_results) == 1 and "one" in tool_results[0]["content"]
 
 
 async def test_focus_returns_to_where_it_was_after_an_answer(llm, make_app, workspace):
