@@ -1,9 +1,13 @@
-"""Run every benchmark, each in its own process so peak-memory figures stay separate."""
+"""Run every benchmark, each in its own process so peak-memory figures stay separate,
+then list every target line they printed (see bench/targets.py) in one place.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+from bench.targets import MARK
 
 BENCHMARKS = (
     "startup",
@@ -20,9 +24,32 @@ BENCHMARKS = (
 )
 
 
+def run(name: str) -> tuple[list[str], int]:
+    """Echo one benchmark's output as it comes; return its target lines and exit code."""
+    targets = []
+    with subprocess.Popen(
+        [sys.executable, "-m", f"bench.{name}"], stdout=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            if line.startswith(MARK):
+                targets.append(f"{name}: {line[len(MARK) :].strip()}")
+    return targets, process.returncode
+
+
 def main() -> None:
+    targets, failed = [], []
     for name in BENCHMARKS:
-        subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True)
+        lines, code = run(name)
+        targets += lines
+        if code:
+            failed.append(name)
+    print("\n== targets (each measured against its baseline in the same run) ==")
+    print("\n".join(targets))
+    if failed:
+        print(f"benchmarks that failed: {', '.join(failed)}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.targets import target
 from codewhale.config_models import SandboxConfig
 from codewhale.engine import events
 from codewhale.engine.compaction import SUMMARISER_PROMPT, CompactionPolicy, ContextCompacted
@@ -177,6 +178,7 @@ async def measure() -> None:
         f"compaction: largest request {k(max(sizes))} ({max(sizes) / WINDOW:.2f}x the window); "
         f"without compaction {k(max(baseline_sizes))} ({max(baseline_sizes) / WINDOW:.2f}x)"
     )
+    target("largest request / configured window", max(sizes) / WINDOW, "≤", 1.0)
     sent = sum(r.input for r in with_.requests + with_.summaries)
     baseline_sent = sum(r.input for r in without.requests)
     missed = sum(r.cache_miss for r in with_.requests + with_.summaries)
