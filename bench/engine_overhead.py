@@ -1,39 +1,136 @@
 """The engine's own time per step at 10 and at 1,000 messages, against the loopback LLM.
 
-A step's overhead runs from the end of one model stream (the assistant_message
-event) to the next request reaching the server (its body read): tool dispatch,
-message bookkeeping, session writes, request encoding and sending. Each size is a
-session continued from a file of that many messages (the `--continue` path),
-then run for STEPS read_file steps with compaction off; the history repeats the
-same kind of step (about 600 bytes a message, a little over real sessions' 500:
-1,000 messages send 0.6 MB). Reported beside a bare loopback round trip measured
-in the same run, so the ratio survives noise. The server's own JSON parse of the
-request is not the engine's time.
+A step's overhead runs from the moment the server has written the last byte of one
+streamed answer to the moment it has read the whole next request: reading the end of
+the stream, usage accounting, tool dispatch, message bookkeeping, session writes,
+request encoding and sending. Both ends are taken by the server, in a process of its
+own (in the engine's process its threads would hold the GIL the engine needs, and take
+their time stamps late whenever the engine holds it). The answer streams its events
+1 ms apart, as a model does: the engine reads each as it comes, and only the last ones
+after the model has finished. Each size is a session continued from a file of that many
+messages (the `--continue` path), then run for STEPS read_file steps, compaction checked
+every step but its window set beyond reach; the history repeats the same kind of step
+(about 525 bytes a message: 1,000 messages send 0.54 MB).
+
+The bare loopback round trip it is compared with is measured in the same run, on the
+same terms as the engine's requests: the same server, a standard client (httpx's
+AsyncClient: a yardstick that does not move with the engine's own HTTP code) kept alive
+and sending the client's headers, and a body of the median size of the engine's
+requests at that size (moving 0.5 MB over loopback is network time, not engine time).
+Its bytes are not JSON (nor UTF-8), so the server's parse gives up at the first byte:
+the server's JSON parse is outside the engine's window too. The server answers it
+whole, which costs the client what the short streamed answer costs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from codewhale.engine import events
+from bench.targets import target
+from codewhale import __version__
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
 from codewhale.sessions.store import SessionStore
 from codewhale.tools.base import ToolContext
 from codewhale.tools.files import ReadFile
+from tests.support import llm_server
 from tests.support.llm_server import LoopbackLLM, Reply, ToolCallSpec
 
 SIZES = (10, 1_000)
 STEPS = 30
 ROUNDS = 5
+BARE_RUNS = 60
 FILE_LINES = 20
+KEY = "sk-bench-000000000000"
+TARGET = 1.0
+# Seconds between an answer's events, as a model streams them.
+CHUNK_DELAY = 0.001
+
+
+# -- the server's process ---------------------------------------------------------------
+
+
+def answer(body: Any) -> Reply:
+    """STEPS read_file calls after the user's last message, then a last word; "ok" to a
+    bare round trip's body (which is not JSON)."""
+    if body is None:
+        return Reply(text="ok")
+    messages = body["messages"]
+    last_user = max(i for i, message in enumerate(messages) if message["role"] == "user")
+    if sum(message["role"] == "tool" for message in messages[last_user:]) >= STEPS:
+        return Reply(text="done")
+    call = ToolCallSpec("read_file", {"path": "notes.txt"})
+    return Reply(tool_calls=[call], chunk_delay=CHUNK_DELAY)
+
+
+def serve() -> None:
+    """A LoopbackLLM answering with `answer`; prints its URL, then, for each line read,
+    the time stamps since the last report as one JSON line."""
+    answered: list[float] = []
+    write_chunk = llm_server._Handler._write_chunk
+
+    def stamped_write_chunk(handler: llm_server._Handler, data: bytes) -> None:
+        write_chunk(handler, data)
+        if not data:  # the final chunk: the answer's last byte is out
+            answered.append(time.time())
+
+    # A probe on the test server (which records arrivals, not answers), not on the code
+    # measured.
+    llm_server._Handler._write_chunk = stamped_write_chunk  # type: ignore[method-assign]
+    with LoopbackLLM() as llm:
+        llm.respond = answer
+        print(llm.base_url, flush=True)
+        reported = done = 0
+        for _ in sys.stdin:
+            requests = llm.requests[reported:]
+            reported += len(requests)
+            stamps = {
+                "arrived": [request.ts for request in requests],
+                "sizes": [len(request.raw_body) for request in requests],
+                "answered": answered[done:],
+            }
+            done = len(answered)
+            print(json.dumps(stamps), flush=True)
+
+
+@contextmanager
+def server_process() -> Iterator[tuple[str, Any]]:
+    """The server in its own process: (base URL, a function returning its new stamps)."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.engine_overhead", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    pipe_in, pipe_out = server.stdin, server.stdout
+
+    def stamps() -> dict[str, list[float]]:
+        pipe_in.write("\n")
+        pipe_in.flush()
+        stamps: dict[str, list[float]] = json.loads(pipe_out.readline())
+        return stamps
+
+    try:
+        yield pipe_out.readline().strip(), stamps
+    finally:
+        server.communicate(timeout=10)
+
+
+# -- the engine's process -----------------------------------------------------------------
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -41,18 +138,27 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(int(fraction * len(ordered)), len(ordered) - 1)]
 
 
-async def bare_round_trip_ms(llm: LoopbackLLM, runs: int = 200) -> float:
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
-    llm.respond = lambda request: Reply(text="ok")
+async def bare_round_trips_ms(base_url: str, body_size: int) -> list[float]:
+    """Round trips of a standard client with the engine's headers: `body_size` bytes out,
+    a short answer back, read to its end."""
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+        "User-Agent": f"codewhale/{__version__}",
+        "Authorization": f"Bearer {KEY}",
+    }
+    payload = b"\xff" * body_size
     samples = []
-    async with httpx.AsyncClient() as client:
-        for _ in range(runs):
+    async with httpx.AsyncClient(trust_env=False) as client:
+        for run in range(BARE_RUNS + 1):
             started = time.perf_counter()
-            response = await client.post(f"{llm.base_url}/chat/completions", json=body)
-            response.raise_for_status()
-            samples.append((time.perf_counter() - started) * 1000)
-    llm.respond = None
-    return statistics.median(samples)
+            response = await client.post(
+                f"{base_url}/chat/completions", content=payload, headers=headers
+            )
+            assert response.status_code == 200, response.status_code
+            if run:  # the first one opens the connection, as the engine's first does
+                samples.append((time.perf_counter() - started) * 1000)
+    return samples
 
 
 async def seed_session(workspace: Path, home: Path, size: int) -> None:
@@ -81,46 +187,37 @@ async def seed_session(workspace: Path, home: Path, size: int) -> None:
     writer.close()
 
 
-async def engine_steps_ms(llm: LoopbackLLM, workspace: Path) -> tuple[list[float], int]:
-    """Per step: from the end of one response to the arrival of the next request."""
-    for _ in range(STEPS):
-        llm.enqueue(Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})]))
-    llm.enqueue(Reply(text="done"))
-    finished: list[float] = []
-
-    def on_event(event: events.Event) -> None:
-        if isinstance(event, events.AssistantMessage):
-            finished.append(time.time())
-
+async def engine_steps_ms(workspace: Path, stamps: Any) -> tuple[list[float], list[int], int]:
+    """Per step, the overhead (ms); the request sizes (bytes); the messages at the end."""
     session = open_runtime(
         workspace=workspace,
-        # The steps' own cost at this size: no compaction shrinking the conversation.
-        overrides={"context": {"auto_compact": False}},
+        # Checked every step, as always, but never reached: the steps' cost at this size.
+        overrides={"context": {"window": 10_000_000}},
         mode=Mode.YOLO,
-        emit=on_event,
         continue_latest=True,
         max_steps=STEPS + 5,
     )
-    first_request = len(llm.requests)
+    stamps()
     await session.submit("once more")
     size = len(session.messages)
     await session.close()
-    arrivals = [request.ts for request in llm.requests[first_request:]]
+    seen = stamps()
+    arrived, answered = seen["arrived"], seen["answered"]
     # One request per step and nothing else (a compaction's summary call would pair the
     # wrong times).
-    assert len(arrivals) == len(finished) == STEPS + 1, (len(arrivals), len(finished))
-    return [(arrivals[i + 1] - finished[i]) * 1000 for i in range(STEPS)], size
+    assert len(arrived) == len(answered) == STEPS + 1, (len(arrived), len(answered))
+    steps = [(arrived[i + 1] - answered[i]) * 1000 for i in range(STEPS)]
+    return steps, [int(size) for size in seen["sizes"]], size
 
 
-async def measure() -> None:
-    with tempfile.TemporaryDirectory() as scratch, LoopbackLLM() as llm:
+async def measure(base_url: str, stamps: Any) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch) / "home"
         os.environ.update(
-            CODEWHALE_HOME=str(home),
-            CODEWHALE_BASE_URL=llm.base_url,
-            DEEPSEEK_API_KEY="sk-bench-000000000000",
+            CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=base_url, DEEPSEEK_API_KEY=KEY
         )
         workspaces = {}
+        body_sizes = {}
         for size in SIZES:
             workspace = workspaces[size] = Path(scratch) / f"ws{size}"
             workspace.mkdir()
@@ -128,30 +225,40 @@ async def measure() -> None:
                 "".join(f"line {i}: some text of a source file\n" for i in range(FILE_LINES))
             )
             await seed_session(workspace, home, size)
-        await engine_steps_ms(llm, workspaces[SIZES[0]])  # warm-up (imports, first connection)
-        bare: list[float] = []
+            # Warm-up (imports, first connection), and the engine's request sizes.
+            _, sizes, _ = await engine_steps_ms(workspace, stamps)
+            body_sizes[size] = int(statistics.median(sizes))
+        bare: dict[int, list[float]] = {size: [] for size in SIZES}
         steps: dict[int, list[float]] = {size: [] for size in SIZES}
         ends: dict[int, int] = {}
         # Interleaved rounds: a noisy neighbour slows both figures, not one.
         for _ in range(ROUNDS):
-            bare.append(await bare_round_trip_ms(llm))
             for size in SIZES:
+                bare[size] += await bare_round_trips_ms(base_url, body_sizes[size])
                 await seed_session(workspaces[size], home, size)
-                samples, ends[size] = await engine_steps_ms(llm, workspaces[size])
+                samples, _, ends[size] = await engine_steps_ms(workspaces[size], stamps)
                 steps[size] += samples
-    round_trip = statistics.median(bare)
-    print(f"engine: bare loopback round trip          median {round_trip:6.2f} ms")
     for size in SIZES:
+        round_trip = statistics.median(bare[size])
         median, p95 = statistics.median(steps[size]), percentile(steps[size], 0.95)
         label = f"{size}->{ends[size]} messages"
+        print(
+            f"engine: bare loopback round trip, {body_sizes[size] / 1000:5.0f} KB body"
+            f"    median {round_trip:6.2f} ms"
+        )
         print(
             f"engine: overhead per step {label:<19} median {median:6.2f} ms  p95 {p95:6.2f} ms"
             f"  ({median / round_trip:.2f}x a bare round trip)"
         )
+        target(f"engine overhead per step at {size:,} messages", median / round_trip, "≤", TARGET)
 
 
 def main() -> None:
-    asyncio.run(measure())
+    if sys.argv[1:] == ["serve"]:
+        serve()
+        return
+    with server_process() as (base_url, stamps):
+        asyncio.run(measure(base_url, stamps))
 
 
 if __name__ == "__main__":

@@ -15,10 +15,9 @@ import logging
 import operator
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import httpx
-from httpx_sse import EventSource
 
 from codewhale import __version__
 from codewhale.providers.endpoint import check_endpoint
@@ -36,7 +35,7 @@ from codewhale.providers.presets import preset_for
 from codewhale.providers.retry import RetryBudget, Retrying
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.status import error_for_status
-from codewhale.providers.stream import StreamAssembler, completion_from_message
+from codewhale.providers.stream import SSEDecoder, StreamAssembler, completion_from_message
 from codewhale.providers.transport import Transport
 from codewhale.providers.types import (
     Completion,
@@ -68,6 +67,9 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 
 # The encoder encode_body uses, built once: json.dumps builds one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# A piece of a request body this long is sent as it is; shorter ones are joined with their
+# neighbours (ChatClient.encode_request_parts).
+LARGE_PIECE = 32 * 1024
 # Stand-ins for the two long arrays while a body's fields are laid out (ChatClient._fields).
 _MESSAGES = object()
 _TOOLS = object()
@@ -98,8 +100,8 @@ class _FragmentCache:
     KEEP_REQUESTS = 16
     # Lists kept whole: a conversation, and the one-off calls that share its client.
     KEEP_ARRAYS = 4
-    # A kept array's encoding is a list of pieces the request joins, not one string:
-    # joining it here too would copy the whole conversation twice per request. New items
+    # A kept array's encoding is a list of pieces, not one string: the request sends its
+    # long pieces as they are and joins the short ones (encode_request_parts). New items
     # add pieces; past this many they are joined into one (a copy every few requests).
     MAX_PIECES = 64
 
@@ -116,7 +118,7 @@ class _FragmentCache:
         return len(self._entries)
 
     def encode_array(self, items: Iterable[Any], out: list[bytes]) -> None:
-        """Append the pieces of the JSON array of `items` to `out` (joined once, by the caller)."""
+        """Append the pieces of the JSON array of `items` to `out`."""
         self._requests += 1
         now = self._requests
         items = list(items)
@@ -199,6 +201,7 @@ class ChatClient:
         preset = preset_for(settings.provider)
         self._stream_tools = preset.stream_tools
         self._needs_text_content = preset.needs_text_content
+        self._header_sets: dict[bool, dict[str, str]] = {}
         # Per client: each sub-agent's clone() starts empty and holds only its own conversation.
         self._message_fragments = _FragmentCache(
             _with_text_content if self._needs_text_content else None
@@ -216,8 +219,8 @@ class ChatClient:
     def clone(self) -> ChatClient:
         """A client for the same endpoint with its own connection pool.
 
-        Each sub-agent gets one: httpcore scans every pooled connection on every request,
-        so one shared pool slows down as the number of concurrent streams grows.
+        Each sub-agent gets one, so its kept-alive connections and its request encoding
+        cache (the fragments of its own conversation) are its own.
         """
         return ChatClient(
             self.settings, retry_base_delay_secs=self._retry_base_delay, launcher=self.launcher
@@ -255,12 +258,29 @@ class ChatClient:
         stream: bool = True,
         **params: Any,
     ) -> bytes:
-        """`encode_body(self.build_body(...))`, byte for byte, re-encoding only new messages.
+        """`encode_body(self.build_body(...))`, byte for byte, re-encoding only new messages."""
+        parts = self.encode_request_parts(
+            messages, tools=tools, model=model, stream=stream, **params
+        )
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def encode_request_parts(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        stream: bool = True,
+        **params: Any,
+    ) -> list[bytes]:
+        """encode_request's bytes in the parts they are sent in.
 
         A conversation's earlier messages and its tool schemas are the same objects on
         every step, so their encoded JSON is reused (see _FragmentCache) and a step costs
         the messages added since the last one, however long the conversation; the bytes
         are the same, so a forked child's prefix still matches its parent's on the wire.
+        The long encoded prefix stays a part of its own: joining the body into one
+        would copy the whole conversation on every request.
         """
         fields = self._fields(_MESSAGES, _TOOLS if tools else None, model, stream, params)
         pieces: list[bytes] = []
@@ -275,7 +295,7 @@ class ChatClient:
             else:
                 pieces.append(_ENCODER.encode(value).encode("utf-8"))
         pieces.append(b"}")
-        return b"".join(pieces)
+        return _coalesced(pieces)
 
     def _fields(
         self, messages: Any, tools: Any, model: str | None, stream: bool, params: dict[str, Any]
@@ -323,8 +343,8 @@ class ChatClient:
             # text path is grammar-bound too): ask again for the words, without tools.
             earlier_usage, tools = completion.usage, None
             params.pop("tool_choice")
-        payload = self.encode_request(messages, tools=tools, model=model, **params)
-        async with aclosing(self._with_retries(lambda: self._stream_once(payload))) as events:
+        body = self.encode_request_parts(messages, tools=tools, model=model, **params)
+        async with aclosing(self._with_retries(lambda: self._stream_once(body))) as events:
             async for event in events:
                 if isinstance(event, StreamFinished) and earlier_usage is not None:
                     event = StreamFinished(_with_usage(event.completion, earlier_usage))
@@ -361,10 +381,10 @@ class ChatClient:
     ) -> AsyncGenerator[StreamFinished | Retrying, None]:
         """A non-streamed request, with the same retries and notices as a stream."""
         tools = tools if self.settings.offer_tools else None
-        payload = self.encode_request(messages, tools=tools, model=model, stream=False, **params)
+        body = self.encode_request_parts(messages, tools=tools, model=model, stream=False, **params)
 
         async def attempt() -> AsyncGenerator[StreamFinished, None]:
-            yield StreamFinished(await self._request_once(payload))
+            yield StreamFinished(await self._request_once(body))
 
         return self._with_retries(attempt)
 
@@ -418,6 +438,11 @@ class ChatClient:
         )
 
     def _headers(self, *, streaming: bool) -> dict[str, str]:
+        """Built once per kind (the settings are frozen): the transport keys its prepared
+        request head by them."""
+        headers = self._header_sets.get(streaming)
+        if headers is not None:
+            return headers
         settings = self.settings
         if not settings.api_key and preset_for(settings.provider).needs_key:
             raise MissingApiKeyError(missing_key_help(settings))
@@ -429,6 +454,7 @@ class ChatClient:
         }
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key}"
+        self._header_sets[streaming] = headers
         return headers
 
     async def _endpoint_url(self) -> str:
@@ -437,12 +463,12 @@ class ChatClient:
         self._base_url = await self.launcher.ensure_started()
         return self._base_url.rstrip("/") + "/chat/completions"
 
-    async def _stream_once(self, payload: bytes) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream_once(self, body: list[bytes]) -> AsyncGenerator[StreamEvent, None]:
         headers = self._headers(streaming=True)
         url = await self._endpoint_url()
         started = False
         try:
-            async with self._transport.post(url, payload, headers) as response:
+            async with self._transport.post(url, body, headers) as response:
                 if response.status_code != 200:
                     await response.aread()
                     raise error_for_status(response, self.settings)
@@ -462,19 +488,30 @@ class ChatClient:
             raise self._transport_error(error, started) from None
 
     async def _read_events(self, response: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
-        """Decode SSE events, enforcing the idle timeout between data events."""
+        """Decode SSE events, enforcing the idle timeout between events.
+
+        A comment (a server's keep-alive) does not count as an event: a stream of only
+        those still times out.
+        """
+        content_type = response.headers.get("content-type", "")
+        if "text/event-stream" not in content_type:
+            raise ProtocolError(
+                f"{self.settings.label} answered with Content-Type {content_type!r}, not an "
+                "event stream; check that base_url is an OpenAI-compatible endpoint."
+            )
         assembler = StreamAssembler()
+        decoder = SSEDecoder()
         idle = self.settings.stream_idle_timeout_secs
-        events = EventSource(response).aiter_sse()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + idle
+        # httpx's is an async generator; closed here, not by the garbage collector's hook.
+        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
         saw_data = done = False
         try:
             while True:
                 try:
-                    # After [DONE], keep reading briefly to the end of the body: an early
-                    # break closes the connection, and reconnecting for every request costs
-                    # more CPU than the request when many children stream at once.
-                    async with asyncio.timeout(DRAIN_TIMEOUT_SECS if done else idle):
-                        sse = await anext(events)
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
@@ -484,17 +521,24 @@ class ChatClient:
                         f"No data from {self.settings.label} for {idle:g} s "
                         "(stream idle timeout); the request was abandoned."
                     ) from None
-                data = sse.data.strip()
-                if not data:
-                    continue
-                saw_data = True
-                if data == "[DONE]" or done:
-                    done = True
-                    continue
-                for event in assembler.feed(_json(data)):
-                    yield event
+                events = decoder.feed(chunk)
+                for sse in events:
+                    data = sse.strip()
+                    if not data:
+                        continue
+                    saw_data = True
+                    if data == "[DONE]" or done:
+                        done = True
+                        continue
+                    for event in assembler.feed(_json(data)):
+                        yield event
+                if events:
+                    # After [DONE], keep reading briefly to the end of the body: an early
+                    # break closes the connection, and reconnecting for every request
+                    # costs more CPU than the request when many children stream at once.
+                    deadline = loop.time() + (DRAIN_TIMEOUT_SECS if done else idle)
         finally:
-            await events.aclose()
+            await chunks.aclose()
         if not saw_data:
             raise EmptyResponseError(
                 f"{self.settings.label} answered HTTP 200 with an empty body; "
@@ -511,11 +555,11 @@ class ChatClient:
             completion = assembler.completion("tool_calls" if completion.tool_calls else "stop")
         yield StreamFinished(completion)
 
-    async def _request_once(self, payload: bytes) -> Completion:
+    async def _request_once(self, body: list[bytes]) -> Completion:
         headers = self._headers(streaming=False)
         url = await self._endpoint_url()
         try:
-            async with self._transport.post(url, payload, headers) as response:
+            async with self._transport.post(url, body, headers) as response:
                 await response.aread()
         except httpx.TimeoutException as error:
             raise self._timeout_error(error, False) from None
@@ -568,6 +612,25 @@ def _json(data: str | bytes) -> Any:
     except (json.JSONDecodeError, UnicodeDecodeError):
         preview = data[:120] if isinstance(data, str) else data[:120].decode("utf-8", "replace")
         raise ProtocolError(f"The provider sent malformed JSON: {preview!r}") from None
+
+
+def _coalesced(pieces: list[bytes]) -> list[bytes]:
+    """`pieces` with each run of short ones joined: few parts, and no long one copied."""
+    if sum(map(len, pieces)) < 2 * LARGE_PIECE:
+        return [b"".join(pieces)]
+    parts: list[bytes] = []
+    run: list[bytes] = []
+    for piece in pieces:
+        if len(piece) < LARGE_PIECE:
+            run.append(piece)
+            continue
+        if run:
+            parts.append(b"".join(run))
+            run = []
+        parts.append(piece)
+    if run:
+        parts.append(b"".join(run))
+    return parts
 
 
 def _with_text_content(message: Message) -> Message:

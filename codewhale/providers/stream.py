@@ -1,12 +1,14 @@
-"""Turn chat-completion chunks into events and assemble the final Completion.
+"""Turn a response's bytes into events and assemble the final Completion.
 
-Pure data handling, no I/O: the client feeds it decoded JSON chunks. Providers differ
-in where they put things (docs/PROVIDERS.md, "Stream shapes"); every shape they send
-is read here, so nothing above this module knows which provider answered.
+Pure data handling, no I/O: the client feeds it the body's bytes (SSEDecoder) and the
+decoded JSON chunks (StreamAssembler). Providers differ in where they put things
+(docs/PROVIDERS.md, "Stream shapes"); every shape they send is read here, so nothing
+above this module knows which provider answered.
 """
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,57 @@ from codewhale.providers.types import (
     ToolCallDelta,
     Usage,
 )
+
+
+class SSEDecoder:
+    """Server-sent events from a body's bytes, in whatever pieces they arrive.
+
+    `feed` returns one string per event that ended in those bytes: its data lines joined
+    by newlines, "" for an event that carried other fields only (`event:`, `id:`,
+    `retry:`). Comments (`:` lines, a server's keep-alives) are no event. Lines end in
+    CRLF, LF or CR, as the SSE grammar allows; the text is UTF-8, a broken sequence
+    replaced rather than fatal. An event unfinished when the body ends is dropped.
+    """
+
+    _FIELDS = frozenset({"event", "id", "retry"})
+
+    def __init__(self) -> None:
+        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._line = ""  # the start of a line whose end has not arrived
+        self._data: list[str] = []
+        self._pending = False  # a field seen since the last event ended
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[str]:
+        text = self._line + self._text.decode(chunk)
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if "\r" in text:
+            # A CR last may be the first half of a CRLF: kept until the next piece.
+            text = text.replace("\r\n", "\n")
+            body, cr = (text[:-1], "\r") if text.endswith("\r") else (text, "")
+            lines = body.replace("\r", "\n").split("\n")
+            lines[-1] += cr
+        else:
+            lines = text.split("\n")
+        self._line = lines.pop()
+        events = []
+        for line in lines:
+            if not line:
+                if self._pending:
+                    events.append("\n".join(self._data))
+                    self._data, self._pending = [], False
+            elif line[0] != ":":
+                name, _, value = line.partition(":")
+                if value[:1] == " ":
+                    value = value[1:]
+                if name == "data":
+                    self._data.append(value)
+                    self._pending = True
+                elif name in self._FIELDS:
+                    self._pending = True
+        return events
 
 
 @dataclass

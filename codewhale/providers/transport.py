@@ -1,12 +1,14 @@
-"""How a request reaches the endpoint: httpcore's connection pool on asyncio's own streams.
+"""How a request reaches the endpoint: HTTP/1.1 on asyncio, pooled and kept alive.
 
 With twenty children streaming at once, the client's CPU per step decides how
 late the last child's next request goes out, so the HTTP path is kept short:
 - No `httpx.AsyncClient`: an API client needs none of its per-request work
   (merging defaults, the cookie jar, redirect and auth flows, event hooks).
-- No anyio: httpcore's default network backend wraps every read and write in an
-  anyio cancel scope and a checkpoint; the backend here calls asyncio's streams
-  directly, which halves the loop turns per request.
+- Directly (the usual case), http1.py: a request head built once per endpoint, and
+  the response parsed from the loop's own buffer (see there for what that saves).
+- Through a proxy, httpcore's proxy pools (CONNECT tunnels, SOCKS), on a network
+  backend that calls asyncio's streams directly: httpcore's default one wraps every
+  read and write in an anyio cancel scope and a checkpoint.
 Requests and responses are still httpx's types, and errors httpx's exceptions.
 What the AsyncClient would have read from the environment is read here: the proxy
 variables and the CA bundle (which a plain-http endpoint never loads).
@@ -17,10 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import select
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
@@ -28,6 +29,7 @@ from urllib.request import getproxies, proxy_bypass
 import httpcore
 import httpx
 
+from codewhale.providers import http1
 from codewhale.providers.endpoint import is_loopback_host
 
 
@@ -46,14 +48,6 @@ def proxy_for(url: str) -> str | None:
         return None
     proxies = getproxies()
     return proxies.get(parts.scheme) or proxies.get("all")
-
-
-def _has_pending_input(sock: Any) -> bool:
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        return bool(poller.poll(0))
-    return bool(select.select([sock], [], [], 0)[0])
 
 
 class _Stream(httpcore.AsyncNetworkStream):
@@ -108,7 +102,7 @@ class _Stream(httpcore.AsyncNetworkStream):
             # not run since it arrived).
             if self._reader.at_eof() or self._writer.is_closing():
                 return True
-            return _has_pending_input(self._writer.get_extra_info("socket"))
+            return http1.has_pending_input(self._writer.get_extra_info("socket"))
         names = {
             "ssl_object": "ssl_object",
             "client_addr": "sockname",
@@ -172,65 +166,141 @@ class _Body(httpx.AsyncByteStream):
             await self._stream.aclose()
 
 
+class _Endpoint:
+    """What every request to one URL with one set of headers shares, built once."""
+
+    def __init__(self, url: str, headers: Mapping[str, str]) -> None:
+        # Parsed and normalised by httpx as before (Host added); the response refers to it
+        # for its URL. Only Content-Length differs between requests.
+        self.request = httpx.Request("POST", url, headers=headers)
+        parsed = self.request.url
+        self.origin = (parsed.scheme, parsed.host, parsed.port or _DEFAULT_PORTS[parsed.scheme])
+        self.headers = [
+            (name, value)
+            for name, value in self.request.headers.raw
+            if name.lower() not in (b"content-length", b"transfer-encoding")
+        ]
+        lines = [b"POST " + parsed.raw_path + b" HTTP/1.1"]
+        lines += [name + b": " + value for name, value in self.headers]
+        self._head = b"\r\n".join(lines) + b"\r\nContent-Length: "
+
+    def head_for(self, length: int) -> bytes:
+        return self._head + str(length).encode() + b"\r\n\r\n"
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Distinct (URL, headers) pairs are a handful per client; a bound all the same.
+_MAX_ENDPOINTS = 16
+
+
 class Transport:
-    """Sends POSTs to one endpoint over a pool of kept-alive connections."""
+    """Sends POSTs to one endpoint over a pool of kept-alive connections.
+
+    Directly, each origin gets its own http1.ConnectionPool; through a proxy (named by the
+    environment for the configured URL), httpcore's proxy pool carries every request.
+    """
 
     def __init__(
         self, url: str, *, connect_timeout: float, read_timeout: float, max_connections: int
     ) -> None:
-        options: dict[str, Any] = {
-            "ssl_context": _ssl_context() if url.startswith("https:") else None,
-            "max_connections": max_connections,
-            "max_keepalive_connections": max_connections // 2,
-            "network_backend": _Backend(),
-        }
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._max_connections = max_connections
+        self._direct: dict[tuple[str, str, int], http1.ConnectionPool] = {}
+        self._endpoints: dict[tuple[str, tuple[tuple[str, str], ...]], _Endpoint] = {}
         proxy = proxy_for(url)
-        self._pool: httpcore.AsyncConnectionPool
-        if proxy is None:
-            self._pool = httpcore.AsyncConnectionPool(**options)
-        elif proxy.startswith("socks"):
-            self._pool = httpcore.AsyncSOCKSProxy(proxy_url=proxy, **options)
-        else:
-            self._pool = httpcore.AsyncHTTPProxy(proxy_url=proxy, **options)
+        self._proxied: httpcore.AsyncConnectionPool | None = None
+        if proxy is not None:
+            options: dict[str, Any] = {
+                "ssl_context": _ssl_context() if url.startswith("https:") else None,
+                "max_connections": max_connections,
+                "max_keepalive_connections": max_connections // 2,
+                "network_backend": _Backend(),
+            }
+            if proxy.startswith("socks"):
+                self._proxied = httpcore.AsyncSOCKSProxy(proxy_url=proxy, **options)
+            else:
+                self._proxied = httpcore.AsyncHTTPProxy(proxy_url=proxy, **options)
         self._timeout = {
             "connect": connect_timeout,
             "read": read_timeout,
-            "write": 30.0,
+            "write": http1.WRITE_TIMEOUT_SECS,
             "pool": None,
         }
 
     @contextlib.asynccontextmanager
     async def post(
-        self, url: str, payload: bytes, headers: Mapping[str, str]
+        self, url: str, body: Sequence[bytes], headers: Mapping[str, str]
     ) -> AsyncIterator[httpx.Response]:
-        """The response with its body unread; closed (its connection returned) on exit."""
-        request = httpx.Request("POST", url, content=payload, headers=headers)
-        with _as_httpx_errors():
-            answer = await self._pool.handle_async_request(
-                httpcore.Request(
-                    "POST",
-                    httpcore.URL(
-                        scheme=request.url.raw_scheme,
-                        host=request.url.raw_host,
-                        port=request.url.port,
-                        target=request.url.raw_path,
-                    ),
-                    headers=request.headers.raw,
-                    content=payload,
-                    extensions={"timeout": self._timeout},
-                )
-            )
-        response = httpx.Response(
-            answer.status,
-            headers=answer.headers,
-            stream=_Body(answer.stream),
-            extensions=answer.extensions,
-            request=request,
-        )
+        """`body` (its parts, in order) sent; the response with its body unread, closed (its
+        connection returned) on exit."""
+        endpoint = self._endpoint(url, headers)
+        if self._proxied is None:
+            response = await self._post_direct(endpoint, body)
+        else:
+            response = await self._post_proxied(self._proxied, endpoint, body)
         try:
             yield response
         finally:
             await response.aclose()
 
+    def _endpoint(self, url: str, headers: Mapping[str, str]) -> _Endpoint:
+        key = (url, tuple(headers.items()))
+        endpoint = self._endpoints.get(key)
+        if endpoint is None:
+            if len(self._endpoints) >= _MAX_ENDPOINTS:
+                self._endpoints.clear()
+            endpoint = self._endpoints[key] = _Endpoint(url, headers)
+        return endpoint
+
+    async def _post_direct(self, endpoint: _Endpoint, body: Sequence[bytes]) -> httpx.Response:
+        pool = self._direct.get(endpoint.origin)
+        if pool is None:
+            scheme, host, port = endpoint.origin
+            pool = self._direct[endpoint.origin] = http1.ConnectionPool(
+                host,
+                port,
+                _ssl_context() if scheme == "https" else None,
+                connect_timeout=self._connect_timeout,
+                read_timeout=self._read_timeout,
+                max_connections=self._max_connections,
+            )
+        answer = await pool.request(endpoint.head_for(sum(map(len, body))), body)
+        return httpx.Response(
+            answer.status,
+            headers=answer.headers,
+            stream=answer,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason},
+            request=endpoint.request,
+        )
+
+    async def _post_proxied(
+        self, pool: httpcore.AsyncConnectionPool, endpoint: _Endpoint, body: Sequence[bytes]
+    ) -> httpx.Response:
+        url = endpoint.request.url
+        payload = b"".join(body)
+        with _as_httpx_errors():
+            answer = await pool.handle_async_request(
+                httpcore.Request(
+                    "POST",
+                    httpcore.URL(
+                        scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+                    ),
+                    headers=[*endpoint.headers, (b"Content-Length", str(len(payload)).encode())],
+                    content=payload,
+                    extensions={"timeout": self._timeout},
+                )
+            )
+        return httpx.Response(
+            answer.status,
+            headers=answer.headers,
+            stream=_Body(answer.stream),
+            extensions=answer.extensions,
+            request=endpoint.request,
+        )
+
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        for pool in self._direct.values():
+            pool.close()
+        if self._proxied is not None:
+            await self._proxied.aclose()

@@ -1,17 +1,21 @@
-"""The engine in-process: steering, cancel, truncation, step limits, big outputs, approvals."""
+"""The engine: steering, cancel, truncation, step limits, big outputs, approvals, and the
+session file at step boundaries (in-process, and a real process killed mid-turn)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 
 import pytest
 
 from codewhale.engine import events
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
-from tests.support.llm_server import Reply, ToolCallSpec
-from tests.support.settings import TEST_KEY
+from tests.support.llm_server import Fault, Reply, ToolCallSpec
+from tests.support.settings import TEST_KEY, app_environment
 
 
 @pytest.fixture
@@ -199,3 +203,78 @@ async def test_plan_artifacts_and_handle_reads_work_in_plan_mode(llm, make_sessi
     assert plan_result.splitlines()[1:] == ["two steps", "[x] read code", "[ ] fix"]
     assert json.loads(handle_result)["content"] == "beta\n"
     assert session.engine.context.work.snapshot()["plan"][1]["text"] == "fix"
+
+
+# -- the session file at step boundaries ----------------------------------------------------
+
+
+def session_records(path):
+    """(messages, recorded event types) in a session file as another process reads it."""
+    messages, kinds = [], []
+    for line in path.read_text().splitlines()[1:]:
+        record = json.loads(line)
+        if record["kind"] == "message":
+            messages.append(record["message"])
+        elif record["kind"] == "event":
+            kinds.append(record["event"]["type"])
+    return messages, kinds
+
+
+async def test_each_request_goes_out_with_every_earlier_record_already_in_the_file(
+    llm, make_session
+):
+    """Records are written at step boundaries, not per record: when a step's request
+    reaches the server, the file (read by another reader) already holds all it carries."""
+    session = make_session()
+    (session.workspace / "notes.txt").write_text("alpha\n")
+    on_disk = []
+
+    def respond(body):
+        on_disk.append((body["messages"], *session_records(session.writer.path)))
+        if len(on_disk) <= 3:
+            return Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})])
+        return Reply(text="done")
+
+    llm.respond = respond
+    await session.engine.run_turn("read it three times")
+    await session.close()
+    assert len(on_disk) == 4
+    for step, (sent, messages, kinds) in enumerate(on_disk):
+        assert messages == sent
+        assert kinds.count("tool_call_finished") == step
+
+
+def test_a_killed_process_loses_at_most_the_step_it_was_in(llm, tmp_path):
+    """SIGKILL while the model works on step 3: steps 1 and 2 (calls, results) are on
+    disk, and a resumed session carries exactly what that last request carried."""
+    workspace, home = tmp_path / "repo", tmp_path / "home"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("alpha\n")
+    process: subprocess.Popen[bytes] | None = None
+    requests, killed_in = [], []
+
+    def respond(body):
+        requests.append(body)
+        if len(requests) < 3:
+            return Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})])
+        killed_in.append(body["messages"])
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+        return Reply(fault=Fault.stall(seconds=5))
+
+    llm.respond = respond
+    env = app_environment(
+        CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url, DEEPSEEK_API_KEY=TEST_KEY
+    )
+    command = [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "read it"]
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL, env=env)
+    try:
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+    [path] = (home / "data" / "sessions").glob("sess_*.jsonl")
+    messages, _ = session_records(path)
+    [sent] = killed_in
+    assert messages == sent
+    assert sum(1 for message in messages if message["role"] == "tool") == 2
