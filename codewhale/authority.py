@@ -9,15 +9,18 @@ how `/mode plan` narrows every running descendant at its next tool call and
 switching back restores at most each child's ceiling.
 
 The check runs in the tool dispatcher before any approval prompt: a call the
-authority forbids is refused without asking the user.
+authority forbids is refused without asking the user. An authority that may not write
+may not call an MCP server's tools either, unless the user marked that server read-only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from codewhale.mcp import names as mcp_names
 from codewhale.permissions import ApprovalClass, CommandClass, classify_command
 
 SHELL_TOOL = "exec_shell"
@@ -56,7 +59,10 @@ class Authority:
         elif other.tools is None:
             tools = self.tools
         else:
-            tools = self.tools & other.tools
+            # What both allow: `mcp__<server>` on one side keeps the other's tools of it.
+            tools = frozenset(t for t in self.tools if tool_listed(other.tools, t)) | frozenset(
+                t for t in other.tools if tool_listed(self.tools, t)
+            )
         return Authority(
             writes=self.writes and other.writes,
             plan_artifacts=(self.writes or self.plan_artifacts)
@@ -75,11 +81,21 @@ class Authority:
         arguments: Mapping[str, Any] | None = None,
     ) -> str | None:
         """Why this call is refused, or None if the authority allows it."""
-        if self.tools is not None and tool not in self.tools:
+        if self.tools is not None and not tool_listed(self.tools, tool):
             allowed = ", ".join(sorted(self.tools)) or "none"
             return f"{tool} is not available to {self.label} (allowed tools: {allowed})."
         if tool == SHELL_TOOL:
             return self._check_shell((arguments or {}).get("command"))
+        if (
+            mcp_names.server_of(tool) is not None
+            and approval is not ApprovalClass.AUTO
+            and not self.writes
+        ):
+            # Only a server the user marked read-only is known to change nothing.
+            return (
+                f"{tool} is not available to {self.label}: its MCP server is not marked "
+                'read-only (trust = "read_only" in the config), so it may change things.'
+            )
         if approval is ApprovalClass.SUGGEST:
             if plan_artifact and (self.writes or self.plan_artifacts):
                 return None
@@ -135,6 +151,14 @@ class Authority:
             tools=frozenset(str(t) for t in tools) if isinstance(tools, list) else None,
             label=str(data.get("label") or "restored"),
         )
+
+
+def tool_listed(tools: AbstractSet[str] | Sequence[str], tool: str) -> bool:
+    """Whether a tool list allows `tool`: by name, or `mcp__<server>` for a server's tools."""
+    if tool in tools:
+        return True
+    server = mcp_names.server_of(tool)
+    return server is not None and mcp_names.server_entry(server) in tools
 
 
 READ_ONLY = Authority(

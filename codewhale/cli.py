@@ -35,7 +35,7 @@ def _add_override_flags(parser: argparse.ArgumentParser) -> None:
 
 
 # Every subcommand; any other first word is a prompt for the app (checked in build_parser).
-COMMANDS = ("config", "exec", "agents", "sessions")
+COMMANDS = ("config", "exec", "agents", "sessions", "mcp")
 PROMPT_EPILOG = (
     'codewhale "fix the failing test" opens the app and sends the task as the first prompt. '
     "A prompt that is also a command name goes after --: codewhale -- exec."
@@ -108,6 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sessions_commands.add_parser("list", help="sessions, newest first")
     listing.add_argument("--all", action="store_true", help="every workspace, not just this one")
     _add_override_flags(listing)
+    mcp = commands.add_parser("mcp", help="list MCP servers and their tools; trust a project's")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="ACTION")
+    mcp_list = mcp_commands.add_parser("list", help="servers, their state and their tools")
+    mcp_list.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_override_flags(mcp_list)
+    for action, about in (
+        ("trust", "let this project's .mcp.json servers start"),
+        ("untrust", "forget the trust given to this project's servers"),
+    ):
+        trust = mcp_commands.add_parser(action, help=about)
+        trust.add_argument("names", nargs="*", metavar="NAME", help="servers (default: all)")
+        _add_override_flags(trust)
     # A subcommand missing from COMMANDS would be taken for a prompt and never run.
     assert set(commands.choices) == set(COMMANDS), "add the new subcommand to COMMANDS"
     return parser
@@ -197,6 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from codewhale.sessions.listing import run_sessions_command
 
         return run_sessions_command(args)
+    if args.command == "mcp":
+        from codewhale.mcp.cli import run_mcp_command
+
+        return run_mcp_command(args)
     from codewhale.tui.launch import launch_tui
 
     return launch_tui(args)

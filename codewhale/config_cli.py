@@ -10,6 +10,7 @@ from typing import Any
 
 from codewhale.config import ConfigError, LoadedConfig, load_config, redact_secret
 from codewhale.config_write import write_config_file
+from codewhale.mcp.specs import only_references, redact_url
 from codewhale.paths import user_config_file, user_dirs
 from codewhale.sandbox import describe, sandbox_status
 
@@ -55,7 +56,22 @@ def effective_values(loaded: LoadedConfig) -> dict[str, Any]:
         name: redact_secret(value) if _is_secret_header(name) else value
         for name, value in values["headers"].items()
     }
+    for server in values["mcp"]["servers"].values():
+        _redact_mcp_server(server)
     return values
+
+
+def _redact_mcp_server(server: dict[str, Any]) -> None:
+    """An MCP server's env and headers carry its credentials, whatever their names: every
+    value is shown redacted unless it only names variables (`${TOKEN}`), and so are URL
+    query values (tokens travel there too)."""
+    for table in ("env", "headers"):
+        server[table] = {
+            name: value if only_references(value) else redact_secret(value)
+            for name, value in server[table].items()
+        }
+    if server["url"]:
+        server["url"] = redact_url(server["url"])
 
 
 def _is_secret_header(name: str) -> bool:

@@ -7,6 +7,7 @@ context under "notes" as (dotted_keys, message) pairs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -96,6 +97,8 @@ class SubagentsConfig(Section):
     review_model: str | None = None
     custom_model: str | None = None
     models: dict[str, str] = Field(default_factory=dict)
+    # Finished isolated children's worktrees are deleted this long after they finished.
+    worktree_keep_hours: Annotated[int, Bounds(0, 8760)] = 24
 
     @field_validator("models")
     @classmethod
@@ -238,6 +241,67 @@ class SandboxConfig(Section):
         return [name.strip() for name in names]
 
 
+# A server's name becomes part of each of its tools' names (`mcp__<server>__<tool>`).
+_MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def mcp_server_name_problem(name: str) -> str | None:
+    """Why `name` cannot name an MCP server, or None."""
+    if not _MCP_SERVER_NAME.match(name):
+        return f"server name '{name}' may only use letters, digits, '-' and '_'"
+    if "__" in name:
+        return f"server name '{name}' may not contain '__' (it separates server and tool)"
+    return None
+
+
+class McpServerConfig(Section):
+    """One MCP server: a program over stdio (`command`) or a streamable-HTTP `url`."""
+
+    section: ClassVar[str] = "mcp.servers"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    # Values may name environment variables (`${TOKEN}`, `${TOKEN:-default}`); shown
+    # redacted by `config show`.
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    # "read_only": its tools change nothing, so they run without asking and read-only
+    # sub-agents may use them. Unset: every call asks (Agent mode), as a shell command does.
+    trust: Literal["read_only"] | None = None
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (a program over stdio) or url (streamable HTTP)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"'{self.url}' is not an http:// or https:// URL")
+        if self.command is not None and (self.headers or not self.command.strip()):
+            raise ValueError("command must be a program name; headers belong to url servers")
+        if self.url is not None and (self.args or self.env):
+            raise ValueError("args and env belong to command servers, not url ones")
+        return self
+
+
+class McpConfig(Section):
+    """MCP servers whose tools the model gets as `mcp__<server>__<tool>` (docs/MCP.md)."""
+
+    section: ClassVar[str] = "mcp"
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    # How long the first model request waits for servers still starting.
+    startup_timeout_secs: Annotated[float, Bounds(1, 300)] = 30.0
+    # Read the project's .mcp.json (its servers still need your trust once).
+    project_servers: bool = True
+
+    @field_validator("servers")
+    @classmethod
+    def _server_names(cls, servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in servers:
+            if problem := mcp_server_name_problem(name):
+                raise ValueError(problem)
+        return servers
+
+
 class Config(Section):
     """The whole effective configuration."""
 
@@ -259,6 +323,7 @@ class Config(Section):
     tui: TuiConfig = Field(default_factory=TuiConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @field_validator("provider")
     @classmethod
@@ -281,6 +346,7 @@ class Config(Section):
 # Likewise it may not open the user's private network to fetch_url, nor switch off or
 # loosen the sandbox its own commands run in (a project `hide` list would also replace
 # the user's, since lists are not merged).
+# Nor may it start programs: its MCP servers come from .mcp.json, which needs your trust.
 PROJECT_FORBIDDEN_KEYS = (
     "provider",
     "base_url",
@@ -291,7 +357,8 @@ PROJECT_FORBIDDEN_KEYS = (
     "sandbox.enabled",
     "sandbox.hide",
     "sandbox.pass_env",
+    "mcp.servers",
 )
 
 # Tables whose keys are free-form (no unknown-key warnings inside them).
-FREE_FORM_TABLES = ("headers", "subagents.models")
+FREE_FORM_TABLES = ("headers", "subagents.models", "mcp.servers")

@@ -302,6 +302,9 @@ async def _run(args: argparse.Namespace, prompt: str, terminal: Terminal | None)
         return EXIT_USAGE
     for warning in runtime.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    # A server that cannot start is said once, up front; the turn runs without its tools.
+    for problem in await runtime.start_mcp():
+        print(f"warning: {problem}", file=sys.stderr)
     printer.begin(session_record(runtime, resumed=bool(resume or continue_latest)))
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, runtime.cancel_turn)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codewhale.config_models import SubagentsConfig
+from codewhale.mcp import names as mcp_names
 from codewhale.subagents.definitions import BUILTIN, AgentDefinition, DefinitionSet
 from codewhale.subagents.roles import (
     AGENT_TOOLS,
@@ -135,7 +136,9 @@ class AgentCatalog:
             for tool in self.tools
             if authority.offers(tool.name, tool.approval, plan_artifact=tool.plan_artifact)
         ]
-        return names + [name for name in listed or () if name in AGENT_TOOLS]
+        # MCP tools are known only once their server is up; the listing names them as written.
+        extra = [n for n in listed or () if n in AGENT_TOOLS or mcp_names.server_of(n)]
+        return names + extra
 
     # -- for the model ------------------------------------------------------------------
 

@@ -94,6 +94,7 @@ def _describe(data: dict[str, Any]) -> str:
 def _types(args: argparse.Namespace) -> int:
     """Every agent type this workspace offers, as a session opened here would see them."""
     from codewhale.config import ConfigError, load_config
+    from codewhale.mcp.specs import load_specs
     from codewhale.paths import agent_definition_dirs
     from codewhale.subagents.catalog import AgentCatalog, format_entries
     from codewhale.subagents.definitions import load_definitions
@@ -106,8 +107,11 @@ def _types(args: argparse.Namespace) -> int:
         print(f"codewhale: config error: {error}", file=sys.stderr)
         return 2
     tools = default_tools(loaded.config.sandbox)
+    # A definition may name MCP tools; the servers' names are enough to check them.
+    servers = [spec.name for spec in load_specs(loaded.config.mcp, args.workspace_path)[0]]
     definitions = load_definitions(
-        agent_definition_dirs(args.workspace_path), served_tools(tool.name for tool in tools)
+        agent_definition_dirs(args.workspace_path),
+        served_tools((tool.name for tool in tools), servers),
     )
     catalog = AgentCatalog(
         definitions, tools, loaded.config.subagents, loaded.provider_settings().base_url

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from codewhale.authority import Authority
+from codewhale.mcp import names as mcp_names
 from codewhale.permissions import CommandClass
 
 
@@ -29,12 +30,35 @@ ALIASES: dict[Role, tuple[str, ...]] = {
     Role.CUSTOM: (),
 }
 
-AGENT_TOOLS = frozenset({"agent_open", "agent_eval", "agent_close", "agent_types"})
+AGENT_TOOLS = frozenset(
+    {"agent_open", "agent_eval", "agent_close", "agent_types", "agent_wait", "agent_apply"}
+)
 
 
-def served_tools(tool_names: Iterable[str]) -> frozenset[str]:
-    """Every tool name a child could be given: these tools and the agent tools."""
-    return frozenset(tool_names) | AGENT_TOOLS
+class ServedTools(frozenset[str]):
+    """Tool names a child may be given. An MCP name counts when its server is one of the
+    session's: servers list their tools only once they start, after definitions are read,
+    so `mcp__<server>__<tool>` is taken on trust and `mcp__<server>` (all of a server's
+    tools) is a member, which a `disallowedTools` list can subtract."""
+
+    mcp_servers: frozenset[str]
+
+    def __new__(cls, names: Iterable[str], mcp_servers: Iterable[str] = ()) -> ServedTools:
+        servers = frozenset(mcp_servers)
+        served = super().__new__(cls, [*names, *(mcp_names.server_entry(s) for s in servers)])
+        served.mcp_servers = servers
+        return served
+
+    def __contains__(self, name: object) -> bool:
+        if frozenset.__contains__(self, name):
+            return True
+        return isinstance(name, str) and mcp_names.server_of(name) in self.mcp_servers
+
+
+def served_tools(tool_names: Iterable[str], mcp_servers: Iterable[str] = ()) -> ServedTools:
+    """Every tool name a child could be given: these tools, the agent tools and the tools
+    of these MCP servers."""
+    return ServedTools([*tool_names, *AGENT_TOOLS], mcp_servers)
 
 
 # (writes, plan artifacts, shell scope, description) per role; spec §1's table.

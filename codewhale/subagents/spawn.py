@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codewhale.authority import tool_listed
 from codewhale.config_models import SubagentsConfig
 from codewhale.permissions import confine
 from codewhale.providers.presets import PRESETS
 from codewhale.providers.settings import ProviderSettings
 from codewhale.subagents.definitions import AgentDefinition, DefinitionSet
 from codewhale.subagents.roles import Role, RoleError, invalid_type_error, lookup_role
+from codewhale.subagents.worktree import Isolation
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 ROLE_MODEL_KEYS = {
@@ -43,7 +45,9 @@ class SpawnRequest:
     model: str
     fork_context: bool
     max_depth: int
+    # Where it starts; with isolation: worktree, the same place in its worktree once made.
     workspace: Path
+    isolation: Isolation = Isolation.NONE
 
 
 def first_of(arguments: Mapping[str, Any], *keys: str) -> Any:
@@ -142,7 +146,8 @@ def tool_limit(
         return allowed or None
     if not allowed:
         return definition.tools
-    outside = [name for name in allowed if name not in definition.tools]
+    # `mcp__<server>` in the definition covers each of that server's tools.
+    outside = [name for name in allowed if not tool_listed(definition.tools, name)]
     if outside:
         raise SpawnError(
             f"allowed_tools may only narrow the '{definition.name}' agent's tools "
@@ -223,6 +228,7 @@ def parse_spawn(
     )
     validate_model(model, settings)
     description = arguments.get("description")
+    isolation = _isolation(arguments.get("isolation"), definition)
     return SpawnRequest(
         prompt=prompt,
         description=str(description).strip() if description else _title(prompt),
@@ -235,7 +241,18 @@ def parse_spawn(
         fork_context=bool(fork),
         max_depth=max_depth,
         workspace=child_root,
+        isolation=isolation,
     )
+
+
+def _isolation(raw: Any, definition: AgentDefinition | None) -> Isolation:
+    """The argument, else the definition's `isolation`, else none."""
+    if raw is None:
+        return definition.isolation if definition is not None else Isolation.NONE
+    try:
+        return Isolation.parse(raw)
+    except ValueError as error:
+        raise SpawnError(str(error)) from None
 
 
 def _title(prompt: str) -> str:
@@ -245,10 +262,16 @@ def _title(prompt: str) -> str:
 
 def assignment_message(request: SpawnRequest) -> str:
     objective = " ".join(request.prompt.split())[:200]
+    isolation = (
+        "- isolation: you work in a git worktree of your own; your changes reach the "
+        "parent's files only when it applies them\n"
+        if request.isolation is Isolation.WORKTREE
+        else ""
+    )
     return (
         "Assignment metadata:\n"
         f"- objective: {objective}\n"
         f"- role: {request.role.value}\n"
-        f"- type: {request.type_name}\n\n"
+        f"- type: {request.type_name}\n{isolation}\n"
         f"Task:\n{request.prompt}"
     )

@@ -1,0 +1,104 @@
+"""A real MCP server, written with the SDK's server side, for tests and benchmarks.
+
+    python -m tests.support.mcp_server stdio     # MCP over stdin/stdout
+    python -m tests.support.mcp_server http      # streamable HTTP on 127.0.0.1; prints its URL
+
+Its tools cover what the client must handle: text, structured content, an image, a tool
+error, a write into the working directory, and a crash (the process exits mid-call).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import sys
+from pathlib import Path
+
+from mcp.server.fastmcp import FastMCP, Image
+from pydantic import BaseModel
+
+# A 1x1 transparent PNG.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+NOTES = "notes-from-mcp.txt"
+
+
+class Sum(BaseModel):
+    total: int
+    terms: list[int]
+
+
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+def add(a: int, b: int) -> Sum:
+    """Add two integers; the result is structured."""
+    return Sum(total=a + b, terms=[a, b])
+
+
+def picture() -> Image:
+    """A tiny PNG image."""
+    return Image(data=PIXEL, format="png")
+
+
+def fail(reason: str) -> str:
+    """Always fails, with `reason`."""
+    raise ValueError(reason)
+
+
+def write_note(text: str) -> str:
+    """Append a line to notes-from-mcp.txt in the server's working directory."""
+    with Path(NOTES).open("a", encoding="utf-8") as notes:
+        notes.write(text + "\n")
+    return f"noted in {Path(NOTES).resolve()}"
+
+
+def whoami() -> str:
+    """The DEMO_TOKEN this server was started with."""
+    return f"token={os.environ.get('DEMO_TOKEN', '')}"
+
+
+def crash() -> str:
+    """Exit the server process at once, in the middle of the call."""
+    sys.stderr.write("demo server: crashing on request\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def build_server() -> FastMCP:
+    # Warnings only: at INFO it logs every request to stderr (our log file) through Rich.
+    server = FastMCP("demo", log_level="WARNING")
+    for function in (echo, add, picture, fail, write_note, whoami, crash):
+        server.tool()(function)
+    return server
+
+
+def serve_http(server: FastMCP) -> None:
+    import anyio
+    import uvicorn
+
+    # Bound here, so the port is known before the server starts and no other can take it.
+    listener = socket.create_server(("127.0.0.1", 0))
+    print(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listener]))
+
+
+def main() -> None:
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    # Goes to the client's log file, never to the user's screen.
+    sys.stderr.write(f"demo server: starting over {transport} in {Path.cwd()}\n")
+    sys.stderr.flush()
+    server = build_server()
+    if transport == "http":
+        serve_http(server)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""MCP servers in the real app: started after the session opens, `/mcp`, an MCP tool's
+approval, and a project's .mcp.json asked about before anything of it starts."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from codewhale.config import load_config
+from codewhale.mcp.server import ServerState
+from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.approval import ApprovalScreen
+from codewhale.tui.mcp_view import McpTrustScreen
+from codewhale.tui.transcript import Notice
+from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.mcp import demo_server, project_file, tool_results
+from tests.support.settings import TEST_KEY
+from tests.tui.conftest import type_and_send, wait_for
+
+FIXED = Path(tempfile.gettempdir()) / "codewhale-snapshot-mcp"
+
+
+def user_config(home: Path, text: str) -> None:
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def notices(app) -> str:
+    return "\n".join(str(notice.render()) for notice in app.query(Notice))
+
+
+def state_of(app, name: str) -> ServerState | None:
+    if app.runtime is None:
+        return None
+    return next((s.state for s in app.runtime.mcp.statuses() if s.name == name), None)
+
+
+async def test_slash_mcp_lists_servers_states_and_tools(make_app, workspace, isolated_home):
+    user_config(isolated_home, demo_server("demo", trust="read_only"))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: state_of(app, "demo") is ServerState.READY, timeout=30)
+        await type_and_send(pilot, "/mcp")
+        await wait_for(pilot, lambda: "mcp__demo__echo" in notices(app))
+        listing = notices(app)
+        assert "demo  ready  (stdio, config, read-only, no approval)" in listing
+        assert "  - mcp__demo__add: Add two integers; the result is structured." in listing
+        assert "log: " in listing and "demo.log" in listing
+        # The server's stderr never reached the screen.
+        assert "demo server" not in listing
+        await app.action_quit()
+
+
+async def test_an_mcp_tool_asks_first_and_its_result_reaches_the_model(
+    llm, make_app, workspace, isolated_home
+):
+    user_config(isolated_home, demo_server("demo"))
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("mcp__demo__echo", {"text": "hi"}, id="e")]))
+    llm.respond = lambda body: Reply(text="echoed")
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await type_and_send(pilot, "echo hi")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=30)
+        assert "MCP server demo: echo" in str(app.screen.request.summary)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.turn_running, timeout=20)
+        assert tool_results(llm)["e"] == "hi"
+        await app.action_quit()
+
+
+async def test_a_project_mcp_json_starts_only_once_trusted(make_app, workspace, isolated_home):
+    project_file(workspace, "fromrepo")
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, McpTrustScreen), timeout=20)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, McpTrustScreen))
+        assert state_of(app, "fromrepo") is ServerState.UNTRUSTED
+        assert not (isolated_home / "state" / "mcp" / "fromrepo.log").exists()
+
+        await type_and_send(pilot, "/mcp trust")
+        await wait_for(pilot, lambda: isinstance(app.screen, McpTrustScreen))
+        await pilot.press("t")
+        await wait_for(pilot, lambda: state_of(app, "fromrepo") is ServerState.READY, timeout=30)
+        assert "Trusted for this workspace: fromrepo" in notices(app)
+        trust = json.loads((isolated_home / "state" / "mcp-trust.json").read_text())
+        assert set(trust["workspaces"][str(workspace.resolve())]) == {"fromrepo"}
+        await app.action_quit()
+
+    # Remembered: the next session starts it without asking.
+    second = make_app(workspace)
+    async with second.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: state_of(second, "fromrepo") is ServerState.READY, timeout=30)
+        assert not isinstance(second.screen, McpTrustScreen)
+        await second.action_quit()
+
+
+@pytest.fixture
+def fixed_mcp_app(llm, monkeypatch):
+    FIXED.mkdir(exist_ok=True)
+    # A command that is never run (the snapshot is taken before any answer): what the
+    # dialog shows is the same on every machine.
+    servers = {"docs": {"command": "npx", "args": ["-y", "@example/docs-mcp"]}}
+    (FIXED / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    return lambda: CodeWhaleApp(load_config(workspace=FIXED), FIXED)
+
+
+def test_snapshot_mcp_trust_dialog(snap_compare, fixed_mcp_app):
+    app = fixed_mcp_app()
+
+    async def run_before(pilot):
+        await wait_for(pilot, lambda: isinstance(app.screen, McpTrustScreen))
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(110, 28), run_before=run_before)
