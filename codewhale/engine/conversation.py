@@ -97,6 +97,20 @@ class Inbox:
         if not kept:
             self._arrived.clear()
 
+    def runtime_events(self) -> list[str]:
+        """The runtime events not yet handed over, oldest first."""
+        return [item.text for item in self._items if not item.steer]
+
+    def withdraw(self, text: str) -> bool:
+        """Take back a runtime event not yet handed over; False if it is no longer waiting."""
+        for item in self._items:
+            if not item.steer and item.text == text:
+                self._items.remove(item)
+                if not self._items:
+                    self._arrived.clear()
+                return True
+        return False
+
     def __bool__(self) -> bool:
         return bool(self._items)
 
@@ -113,6 +127,11 @@ class Inbox:
         waiter = asyncio.get_running_loop().create_future()
         self._next.append(waiter)
         await waiter
+
+    async def steered(self) -> None:
+        """Return once a steer is waiting (at once if one already is)."""
+        while not self.has_steer:
+            await self.next_arrival()
 
 
 @dataclass

@@ -16,6 +16,8 @@ from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
+from codewhale.mcp.hub import McpHub
+from codewhale.mcp.registry import SessionTools
 from codewhale.paths import agent_definition_dirs, memory_file, user_dirs
 from codewhale.permissions import Mode, ModeSwitch
 from codewhale.providers.client import ChatClient
@@ -35,7 +37,7 @@ from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.tools import agent_tools
 from codewhale.tools.base import ToolContext
-from codewhale.tools.registry import ToolRegistry, default_tools
+from codewhale.tools.registry import default_tools
 
 # How deep the session's own children may nest (spec §2: max_depth 0..3).
 ROOT_DEPTH = 3
@@ -120,8 +122,13 @@ def open_runtime(
     meter = UsageMeter.from_json(previous.meter) if previous is not None else UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
     builtin_tools = default_tools(sandbox)
+    # No server starts here (this may run in a thread, before the app's first frame):
+    # the front end starts them, or the first model request does.
+    mcp = McpHub.from_config(loaded.config.mcp, workspace, dirs)
+    warnings += mcp.warnings
     definitions = load_definitions(
-        agent_definition_dirs(workspace), served_tools(tool.name for tool in builtin_tools)
+        agent_definition_dirs(workspace),
+        served_tools((tool.name for tool in builtin_tools), mcp.server_names()),
     )
     warnings += definitions.warnings()
 
@@ -140,11 +147,14 @@ def open_runtime(
         handles=context.handles,
         root=root,
         session_id=info.id,
-        tools_factory=lambda: default_tools(sandbox),
+        # A child gets the MCP tools of the servers up when it is made; its authority
+        # decides which of them it is offered and may call.
+        tools_factory=lambda: [*default_tools(sandbox), *mcp.tools()],
         agent_tools_factory=agent_tools,
         emit=emit,
         memory_text=memory_text,
         compaction=compaction,
+        mcp_servers=mcp.server_names(),
     )
     if manager.state_error:
         warnings.append(manager.state_error)
@@ -165,10 +175,14 @@ def open_runtime(
             f"[{m.get('role')}] {m.get('content') or ''}" for m in conversation.messages
         )
 
-    tools = [*builtin_tools, *agent_tools(manager, root), *rlm_tools(rlm, transcript)]
+    tools = SessionTools(
+        [*builtin_tools, *agent_tools(manager, root), *rlm_tools(rlm, transcript)], mcp
+    )
     engine = Engine(
         client=client,
-        tools=ToolRegistry(tools),
+        tools=tools,
+        # The list MCP servers' tools join as they come up (SessionTools).
+        offered_tools=tools.offered,
         context=context,
         conversation=conversation,
         emit=emit,
@@ -194,6 +208,7 @@ def open_runtime(
         loaded=loaded,
         manager=manager,
         rlm=rlm,
+        mcp=mcp,
         warnings=warnings,
         local_server=local_server,
     )

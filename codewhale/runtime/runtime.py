@@ -17,6 +17,7 @@ from codewhale.engine.compaction import Compaction, CompactionError
 from codewhale.engine.conversation import UsageMeter
 from codewhale.engine.events import Event
 from codewhale.engine.loop import Engine, TurnResult
+from codewhale.mcp.hub import McpHub
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.local_server import LocalServer
@@ -43,6 +44,7 @@ class Runtime:
     loaded: LoadedConfig
     manager: SubAgentManager
     rlm: RlmManager
+    mcp: McpHub
     warnings: list[str] = field(default_factory=list)
     local_server: LocalServer | None = None
     _closed: bool = False
@@ -115,6 +117,8 @@ class Runtime:
 
     async def submit(self, prompt: str) -> TurnResult:
         """Run one user turn (and anything queued behind it) to its end."""
+        # The model is offered the MCP servers' tools from its first request on.
+        await self.mcp.ready()
         try:
             return await self.engine.run_turn(prompt)
         finally:
@@ -220,6 +224,13 @@ class Runtime:
     async def cancel_agent(self, reference: str) -> dict[str, Any]:
         return await self._manager_call(self.manager.close(reference))
 
+    async def apply_agent(self, reference: str) -> dict[str, Any]:
+        """Merge a finished isolated child's changes into the work tree (agent_apply's code).
+
+        The user's own action, so like /revert it is not held to the session's mode.
+        """
+        return await self._manager_call(self.manager.apply(reference))
+
     async def _manager_call(self, call: Any) -> dict[str, Any]:
         try:
             result: dict[str, Any] = await call
@@ -238,6 +249,18 @@ class Runtime:
         """Follow one child live: its raw engine events from now on; returns the unsubscribe."""
         return self.manager.watch(agent_id, watcher)
 
+    # -- MCP servers -----------------------------------------------------------------------
+
+    async def start_mcp(self) -> list[str]:
+        """Start the trusted MCP servers in the background and wait for them; returns one
+        line per server that is not usable (why, and its log)."""
+        return await self.mcp.ready()
+
+    def trust_mcp(self, names: list[str] | None = None) -> list[str]:
+        """Trust this project's .mcp.json servers (all untrusted ones when None), for this
+        workspace from now on, and start them; returns the names trusted."""
+        return self.mcp.trust(names)
+
     # -- the end ---------------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -248,6 +271,7 @@ class Runtime:
         await self.engine.stop()
         await self.manager.shutdown()
         await self.rlm.close_all()
+        await self.mcp.close()
         # Children and RLM calls may have spent more since the last turn ended.
         self.writer.record_meter(self.engine.meter.to_json())
         self.writer.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 from codewhale.subagents.definition_tools import ToolListError, select_tools
 from codewhale.subagents.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
 from codewhale.subagents.roles import Role, lookup_role
+from codewhale.subagents.worktree import Isolation
 
 # The spec's [a-z0-9-]+, plus the dots and underscores of names in public collections
 # (`dotnet-framework-4.8-expert`); still lower case, so a name has one spelling.
@@ -36,6 +37,7 @@ FIELDS = frozenset(
         "model",
         "color",
         "max_steps",
+        "isolation",
     }
 )
 # Colour names agent files use (Claude Code's palette among them) -> Rich colours.
@@ -71,6 +73,8 @@ class AgentDefinition:
     max_steps: int | None
     source: str  # the file's path, or "built-in"
     warnings: tuple[str, ...] = ()
+    # `isolation: worktree`: opened in a git worktree of its own unless agent_open says otherwise.
+    isolation: Isolation = Isolation.NONE
 
     def model_for(self, base_url: str) -> str | None:
         """The model this definition asks for on that endpoint; None defers to the config."""
@@ -138,6 +142,10 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
     if not front.body.strip():
         raise DefinitionParseError(1, "the body (the agent's system prompt) is empty")
     try:
+        isolation = Isolation.parse(meta.get("isolation", Isolation.NONE))
+    except ValueError as error:
+        raise DefinitionParseError(front.line_of("isolation"), str(error)) from None
+    try:
         selection = select_tools(
             meta.get("tools"),
             meta.get("disallowedTools", meta.get("disallowed_tools")),
@@ -163,6 +171,7 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
         max_steps=max_steps,
         source=source,
         warnings=tuple(warnings),
+        isolation=isolation,
     )
 
 

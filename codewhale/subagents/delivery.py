@@ -8,6 +8,10 @@ from typing import Any
 from codewhale.subagents.child import Child
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.store import RESTART_REASON
+from codewhale.subagents.worktree import Worktree
+
+# How many changed files a completion event names (the projection lists more).
+EVENT_FILES = 20
 
 SESSION_CLOSED = "parent session closed"
 NOT_DELIVERED = "session already terminated; follow-up not delivered"
@@ -15,6 +19,11 @@ EVENT_NOTE = "This is an internal runtime event, not a message from the user."
 
 
 def next_action(record: WorkerRecord) -> str:
+    if record.status == "completed" and record.worktree is not None:
+        return (
+            "review the report and the diff; agent_apply merges its changes into your work "
+            "tree, agent_close with keep_worktree decides what happens to its worktree"
+        )
     if record.status == "completed":
         return "review the report and verify claimed side effects"
     if record.status == "interrupted" and record.checkpoint:
@@ -35,13 +44,39 @@ def completion_event(record: WorkerRecord) -> str:
         "summary_complete": bool((record.report or {}).get("well_formed")),
         "next_action": next_action(record),
     }
+    changes = ""
+    if record.worktree is not None:
+        tree = Worktree.from_json(record.worktree)
+        isolated: dict[str, Any] = {"branch": tree.branch, "path": tree.path}
+        if tree.diff is not None:
+            isolated.update(
+                files_changed=tree.diff.files_changed,
+                added=tree.diff.added,
+                deleted=tree.diff.deleted,
+            )
+        done["worktree"] = isolated
+        changes = worktree_changes(tree)
     return (
         '<codewhale:runtime_event kind="subagent_completion">\n'
         f"{EVENT_NOTE}\n"
-        f"{line[:240]}\n"
+        f"{line[:240]}\n{changes}"
         f"<codewhale:subagent.done>{json.dumps(done)}</codewhale:subagent.done>\n"
         "</codewhale:runtime_event>"
     )
+
+
+def worktree_changes(tree: Worktree) -> str:
+    """The diff summary of an isolated child: its files, lines added and deleted."""
+    if tree.diff is None:
+        return f"Its worktree ({tree.branch}) could not be read; nothing to apply.\n"
+    diff = tree.diff
+    if not diff.files_changed:
+        return f"Its worktree (branch {tree.branch}) has no changes.\n"
+    head = f"Changes in its worktree (branch {tree.branch}, not yet applied): {diff.line()}"
+    shown = [f"- {change.text()}" for change in diff.files[:EVENT_FILES]]
+    if diff.files_changed > len(shown):
+        shown.append(f"- … and {diff.files_changed - len(shown)} more files")
+    return "\n".join([head, *shown]) + "\n"
 
 
 def interrupted_by_restart(records: list[WorkerRecord]) -> str | None:

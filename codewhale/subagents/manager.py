@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from codewhale.subagents.builder import ChildBuilder
 from codewhale.subagents.catalog import AgentCatalog
 from codewhale.subagents.child import Child, Opener
 from codewhale.subagents.definitions import DefinitionSet
+from codewhale.subagents.isolation import WorktreeKeeper
 from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_owners
 from codewhale.subagents.liveness import LivenessMonitor, stall_message
 from codewhale.subagents.mailbox import Mailbox
@@ -40,9 +42,18 @@ from codewhale.subagents.records import AgentSnapshot, WorkerRecord, snapshot_of
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.runner import ChildRunner
-from codewhale.subagents.spawn import SpawnError, first_of, parse_spawn
+from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
 from codewhale.subagents.state_log import FLUSH_DELAY_SECS, CoalescedWriter
 from codewhale.subagents.store import StateFileError, SubagentStore
+from codewhale.subagents.wait import (
+    WaitOutcome,
+    parse_wait,
+    wait_for,
+    wait_reply,
+    waited_children,
+    withdraw_completions,
+)
+from codewhale.subagents.worktree import Isolation, Prepared
 from codewhale.tools.base import Tool
 
 __all__ = ["QUEUED_TEXT", "SubAgentManager"]
@@ -77,6 +88,7 @@ class SubAgentManager:
         queue_heartbeat_secs: float = QUEUE_HEARTBEAT_SECS,
         api_timeout_secs: float | None = None,
         compaction: CompactionPolicy | None = None,
+        mcp_servers: Iterable[str] = (),
     ) -> None:
         self.workspace = workspace.resolve()
         self.client = client
@@ -88,8 +100,9 @@ class SubAgentManager:
         self.root = root
         self.session_id = session_id
         tools = tools_factory()
-        # What `allowed_tools` may name; the same for every child, so computed once.
-        self.known_tools = served_tools(tool.name for tool in tools)
+        # What `allowed_tools` may name; the same for every child, so computed once. MCP
+        # servers list their tools only once up, so their names are known by server.
+        self.known_tools = served_tools((tool.name for tool in tools), mcp_servers)
         self.catalog = AgentCatalog(definitions, tools, config, settings.base_url)
         self.session_boot_id = "boot_" + secrets.token_hex(6)
         self.mailbox = Mailbox()
@@ -100,6 +113,14 @@ class SubAgentManager:
         self.writer = CoalescedWriter(
             self.store, self.roster.all_records, enabled=lambda: self.state_error is None
         )
+        # Children opened with isolation: worktree. Their worktrees finished long enough
+        # ago go now; the records' new state is written with the first snapshot.
+        self.worktrees = WorktreeKeeper(
+            keep_hours=config.worktree_keep_hours,
+            persist=lambda record: self.writer.mark_dirty(record, 0),
+        )
+        self.worktrees.prune(self.roster.all_records())
+        self.mailbox.subscribe(self._summarize_isolated)
         self.admission = Admission(
             config.max_concurrent, config.launch_concurrency, queue_heartbeat_secs
         )
@@ -232,8 +253,35 @@ class SubAgentManager:
     # -- opening -----------------------------------------------------------------------
 
     def open(self, arguments: dict[str, Any], *, opener: Opener | None = None) -> dict[str, Any]:
-        """Validate, admit and start a child; returns its projection at once."""
+        """Validate, admit and start a child; returns its projection at once.
+
+        The worktree of an isolated child is made here, blocking; agent_open uses open_async.
+        """
         opener = opener or self.root
+        request = self._checked(arguments, opener)
+        prepared = None
+        if request.isolation is Isolation.WORKTREE:
+            prepared = self.worktrees.prepare(request.workspace)
+        return self._start(request, opener, prepared)
+
+    async def open_async(
+        self, arguments: dict[str, Any], *, opener: Opener | None = None
+    ) -> dict[str, Any]:
+        """`open`, with an isolated child's worktree made in a thread: checking out a large
+        repository takes seconds, which the other children's streams should not wait for."""
+        opener = opener or self.root
+        request = self._checked(arguments, opener)
+        if request.isolation is not Isolation.WORKTREE:
+            return self._start(request, opener, None)
+        prepared = await self.worktrees.prepare_in_thread(request.workspace)
+        try:
+            self._check_room(request)  # other opens ran meanwhile
+        except SpawnError:
+            await asyncio.to_thread(self.worktrees.discard, prepared)
+            raise
+        return self._start(request, opener, prepared)
+
+    def _checked(self, arguments: dict[str, Any], opener: Opener) -> SpawnRequest:
         request = parse_spawn(
             arguments,
             workspace=opener.context.workspace,
@@ -246,10 +294,26 @@ class SubAgentManager:
             raise SpawnError(
                 f"max_depth must be at most {opener.depth} for a sub-agent opened here"
             )
+        self._check_room(request)
+        return request
+
+    def _check_room(self, request: SpawnRequest) -> None:
         self.admission.check_capacity(self.live_count())
         if request.name is not None:
             self.roster.check_name_free(request.name)
+
+    def _start(
+        self, request: SpawnRequest, opener: Opener, prepared: Prepared | None
+    ) -> dict[str, Any]:
+        if prepared is not None:
+            request = replace(request, workspace=prepared.workspace)
         child = self.builder.create(request, opener)
+        if prepared is not None:
+            try:
+                self.worktrees.adopt(child.record, prepared)
+            except SpawnError:
+                self.worktrees.discard(prepared)
+                raise
         self.roster.add(child)
         self.lifecycle.enter(child.record, QUEUED_TEXT)
         self.runner.start(child)
@@ -267,7 +331,9 @@ class SubAgentManager:
     def _stalled(self, child: Child) -> None:
         self.stop(child, ChildState.CANCELLED, stall_message(self.heartbeat_timeout))
 
-    async def close(self, reference: Any, opener: Opener | None = None) -> dict[str, Any]:
+    async def close(
+        self, reference: Any, opener: Opener | None = None, keep_worktree: bool | None = None
+    ) -> dict[str, Any]:
         child = self.find(reference, opener)
         if not child.record.terminal:
             self.stop(child, ChildState.CANCELLED, "cancelled")
@@ -276,7 +342,28 @@ class SubAgentManager:
             # Closing a continuable child from an earlier run: it will not be continued.
             self.lifecycle.move(child.record, ChildState.QUEUED, "closed by its opener")
             self.lifecycle.move(child.record, ChildState.CANCELLED, "cancelled")
-        return self.projection(child)
+        extra: dict[str, Any] = {}
+        if child.record.worktree is not None:
+            extra["worktree_action"] = await self.worktrees.close(child.record, keep_worktree)
+        return self.projection(child, **extra)
+
+    # -- isolated children ---------------------------------------------------------------
+
+    async def apply(self, reference: Any, opener: Opener | None = None) -> dict[str, Any]:
+        """agent_apply: merge a finished isolated child's changes into the work tree."""
+        child = self.find(reference, opener)
+        reply = await self.worktrees.apply(child.record)
+        # "Applied" must survive a restart before the model hears of it: never apply twice.
+        await self.writer.durable()
+        return reply
+
+    def _summarize_isolated(self, event: agent_events.AgentEvent) -> None:
+        """An isolated child ended: its diff summary goes into its completion event, which
+        its runner sends right after this move."""
+        if isinstance(event, agent_events.AgentFinished):
+            child = self.roster.get(event.agent_id)
+            if child is not None and child.record.worktree is not None:
+                self.worktrees.summarize(child.record)
 
     async def shutdown(self) -> None:
         """Quitting: running children are recorded interrupted("parent session closed")."""
@@ -316,14 +403,26 @@ class SubAgentManager:
                     extra["timed_out"] = True
         return self.projection(child, **extra)
 
+    async def wait(self, arguments: dict[str, Any], opener: Opener | None = None) -> dict[str, Any]:
+        """agent_wait: until the first (mode any) or every (all) chosen child has ended."""
+        opener = opener or self.root
+        request = parse_wait(arguments)
+        children = waited_children(self.roster, request, opener)
+        outcome = WaitOutcome()
+        if children:
+            with self._waiting(opener, "agent_wait"):
+                outcome = await wait_for(children, request.mode, request.timeout_secs, opener.inbox)
+        withdraw_completions(opener.inbox, (c.agent_id for c in children if c.record.terminal))
+        return wait_reply(children, request.mode, outcome, self.projection)
+
     @contextmanager
-    def _waiting(self, opener: Opener | None) -> Iterator[None]:
-        """A child blocked in agent_eval waits on another: not a stall."""
+    def _waiting(self, opener: Opener | None, tool: str = "agent_eval") -> Iterator[None]:
+        """A child blocked in agent_eval or agent_wait waits on others: not a stall."""
         waiter = self.roster.get(opener.agent_id or "") if opener is not None else None
         if waiter is None or waiter.record.terminal:
             yield
             return
-        self.lifecycle.move(waiter.record, ChildState.WAITING_FOR_CHILDREN, "waiting in agent_eval")
+        self.lifecycle.move(waiter.record, ChildState.WAITING_FOR_CHILDREN, f"waiting in {tool}")
         try:
             yield
         finally:

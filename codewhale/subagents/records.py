@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from codewhale.subagents.worktree import Isolation, Worktree
+
 MAX_EVENTS = 128
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 USAGE_KEYS = ("input", "output", "cache_hit", "cache_miss")
@@ -104,6 +106,9 @@ class WorkerRecord:
     parent_agent_id: str | None = None
     # Its ceiling (authority.Authority.to_json()), so a continuation never widens it.
     authority: dict[str, Any] = field(default_factory=dict)
+    # isolation: worktree: its worktree (worktree.Worktree.to_json()); None: the shared tree.
+    # Replaced, never changed in place, so the state log sees every change.
+    worktree: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -134,6 +139,8 @@ class WorkerRecord:
             data[key] = list(data[key])
         for key in ("artifacts", "usage", "descendant_usage", "verification", "authority"):
             data[key] = dict(data[key])
+        if data["worktree"] is not None:
+            data["worktree"] = dict(data["worktree"])
         return data
 
     @classmethod
@@ -182,6 +189,9 @@ class WorkerRecord:
         if self.status == "interrupted":
             data["checkpoint"] = {"saved": self.checkpoint is not None}
             data["continuable"] = self.checkpoint is not None
+        if self.worktree is not None:
+            data["isolation"] = Isolation.WORKTREE.value
+            data["worktree"] = _worktree_view(Worktree.from_json(self.worktree))
         data.update(extra)
         return data
 
@@ -210,6 +220,10 @@ class AgentSnapshot:
     tool_calls: int = 0
     # When it reached its terminal state (wall clock): the sidebar orders and fades by it.
     finished_at_ms: int | None = None
+    # isolation: worktree: its branch and what it changed ("" when not isolated) ...
+    worktree: str = ""
+    # ... and whether agent_apply (the agent screen's Apply) can merge it now.
+    applicable: bool = False
 
 
 def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
@@ -233,4 +247,38 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         continuable=record.status == "interrupted" and record.checkpoint is not None,
         tool_calls=record.tool_calls,
         finished_at_ms=record.finished_at_ms if record.terminal else None,
+        **_worktree_fields(record),
     )
+
+
+def _worktree_view(tree: Worktree) -> dict[str, Any]:
+    """A worktree as projections show it: where, against what, what changed, what became of it."""
+    return {
+        "path": tree.path,
+        "branch": tree.branch,
+        "base_commit": tree.base_commit,
+        "diff": tree.diff.to_json() if tree.diff is not None else None,
+        "applied": tree.applied_at_ms is not None,
+        "kept": bool(tree.keep),
+        "deleted": tree.removed_at_ms is not None,
+    }
+
+
+def _worktree_fields(record: WorkerRecord) -> dict[str, Any]:
+    if record.worktree is None:
+        return {}
+    tree = Worktree.from_json(record.worktree)
+    state = [tree.branch or tree.path]
+    if tree.diff is not None:
+        state.append(tree.diff.line())
+    if tree.applied_at_ms is not None:
+        state.append("applied")
+    elif tree.removed_at_ms is not None:
+        state.append("deleted")
+    applicable = (
+        record.terminal
+        and tree.applied_at_ms is None
+        and tree.removed_at_ms is None
+        and (tree.diff is None or tree.diff.files_changed > 0)
+    )
+    return {"worktree": " · ".join(state), "applicable": applicable}

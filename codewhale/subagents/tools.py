@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from codewhale.permissions import ApprovalClass
 from codewhale.subagents.roles import role_help
 from codewhale.subagents.spawn import SpawnError
+from codewhale.subagents.worktree import GIT_TIMEOUT_SECS
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class AgentOpen(_AgentTool):
     name = "agent_open"
     # Opens in one response run together, so their records share one durable write.
     sequential = False
+    # Making a worktree (isolation) checks the repository out; git's own limit comes first.
+    timeout_secs = GIT_TIMEOUT_SECS + 60
     parameters = {
         "type": "object",
         "properties": {
@@ -51,6 +54,12 @@ class AgentOpen(_AgentTool):
             "fork_context": {"type": "boolean", "description": "start from your own context"},
             "max_depth": {"type": "integer", "description": "0-3; 0 = leaf worker"},
             "cwd": {"type": "string", "description": "directory inside the workspace"},
+            "isolation": {
+                "type": "string",
+                "enum": ["none", "worktree"],
+                "description": "worktree: its own git worktree (HEAD + your uncommitted "
+                "changes); nothing reaches your files until agent_apply",
+            },
         },
     }
 
@@ -67,7 +76,7 @@ class AgentOpen(_AgentTool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
-            projection = self.manager.open(arguments, opener=self.opener)
+            projection = await self.manager.open_async(arguments, opener=self.opener)
         except SpawnError as error:
             raise ToolError(str(error)) from None
         # The id goes to the model next: a crash after that must still find the record.
@@ -107,9 +116,85 @@ class AgentEval(_AgentTool):
             raise ToolError(str(error)) from None
 
 
+class AgentWait(_AgentTool):
+    name = "agent_wait"
+    # Waits up to an hour (timeout_ms is capped there); the dispatcher's limit sits above.
+    timeout_secs = 3600 + 60
+    description = (
+        "Wait for your sub-agents to finish. mode all (default): until every listed one has "
+        "ended; any: until the first does. agent_ids (ids or names) default to all your "
+        "running sub-agents. Returns which finished (in the order they ended), which still "
+        "run, and each one's projection as agent_eval gives it; timed_out: true after "
+        "timeout_ms (default 600000, 1000-3600000). A new message for you (the user's, or "
+        "your opener's if you are a sub-agent) ends the wait early with "
+        "interrupted_by_user: true. Results returned here are not announced again as "
+        "runtime events."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "agent_ids": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "agent ids or names; omitted: all your running sub-agents",
+            },
+            "mode": {"type": "string", "enum": ["any", "all"]},
+            "timeout_ms": {"type": "integer", "description": "1000-3600000, default 600000"},
+        },
+    }
+
+    def summary(self, arguments: Mapping[str, Any]) -> str:
+        ids = arguments.get("agent_ids")
+        if isinstance(ids, list):
+            ids = ", ".join(map(str, ids))
+        listed = ids or "every running sub-agent"
+        return f"{arguments.get('mode') or 'all'}: {listed}"[:80]
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            return self.reply(await self.manager.wait(arguments, self.opener))
+        except SpawnError as error:
+            raise ToolError(str(error)) from None
+
+
 class AgentClose(_AgentTool):
     name = "agent_close"
-    description = "Cancel a running sub-agent (no-op if it already finished); returns its state."
+    description = (
+        "Cancel a running sub-agent (no-op if it already finished); returns its state. "
+        "Isolated ones: keep_worktree false deletes the worktree and branch, true keeps them; "
+        "left out, the reply asks."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "agent_id": {"type": "string"},
+            "name": {"type": "string"},
+            "keep_worktree": {"type": "boolean"},
+        },
+    }
+
+    def summary(self, arguments: Mapping[str, Any]) -> str:
+        return str(arguments.get("agent_id") or arguments.get("name") or "")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        reference = arguments.get("agent_id") or arguments.get("name") or arguments.get("id")
+        keep = arguments.get("keep_worktree")
+        try:
+            return self.reply(await self.manager.close(reference, self.opener, keep))
+        except SpawnError as error:
+            raise ToolError(str(error)) from None
+
+
+class AgentApply(_AgentTool):
+    name = "agent_apply"
+    # It writes the user's files: the mode and the caller's authority decide, as for edits
+    # (refused in Plan mode and to read-only children).
+    approval = ApprovalClass.SUGGEST
+    timeout_secs = GIT_TIMEOUT_SECS + 60
+    description = (
+        "Merge a finished isolated sub-agent's changes into your work tree (3-way); on a "
+        "conflict nothing changes and the files are listed. Once per child."
+    )
     parameters = {
         "type": "object",
         "properties": {"agent_id": {"type": "string"}, "name": {"type": "string"}},
@@ -121,9 +206,11 @@ class AgentClose(_AgentTool):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         reference = arguments.get("agent_id") or arguments.get("name") or arguments.get("id")
         try:
-            return self.reply(await self.manager.close(reference, self.opener))
+            reply = await self.manager.apply(reference, self.opener)
         except SpawnError as error:
             raise ToolError(str(error)) from None
+        text = json.dumps(reply, ensure_ascii=False, indent=2)
+        return ToolResult(text, ok=not reply.get("conflicts"))
 
 
 class AgentTypes(_AgentTool):
@@ -154,5 +241,7 @@ def agent_tools(manager: SubAgentManager, opener: Opener) -> list[Tool]:
         AgentOpen(manager, opener),
         AgentEval(manager, opener),
         AgentClose(manager, opener),
+        AgentApply(manager, opener),
         AgentTypes(manager, opener),
+        AgentWait(manager, opener),
     ]

@@ -1,4 +1,5 @@
-"""One sub-agent up close: its assignment and live transcript; message, cancel or continue it.
+"""One sub-agent up close: its assignment and live transcript; message, cancel or continue it,
+and apply an isolated one's changes to the work tree.
 
 On open the screen shows the child's conversation so far once, then follows the child's
 own engine events (`runtime.watch_agent`), applied by the same Transcript the main
@@ -80,6 +81,10 @@ class AgentScreen(Screen[None]):
             yield Button("Interrupt", id="interrupt", variant="warning")
             yield Button("Cancel agent", id="cancel", variant="error")
             yield Button("Continue", id="continue", variant="success")
+            # Shown only for a child opened with isolation: worktree.
+            apply = Button("Apply", id="apply", variant="success")
+            apply.display = False
+            yield apply
             yield Button("Back", id="back")
         yield Footer()
 
@@ -167,12 +172,15 @@ class AgentScreen(Screen[None]):
         for selector in LIVE_ACTIONS:
             self.query_one(selector).disabled = not live
         self.query_one("#continue", Button).disabled = not (snapshot and snapshot.continuable)
+        apply = self.query_one("#apply", Button)
+        apply.display = bool(snapshot and snapshot.worktree)
+        apply.disabled = not (snapshot and snapshot.applicable)
         # An action that no longer applies hands the focus to the first one that does.
         if before is None or before.disabled:
             self._focus_first_action()
 
     def _focus_first_action(self) -> None:
-        for selector in ("#agent-message", "#continue", "#back"):
+        for selector in ("#agent-message", "#continue", "#apply", "#back"):
             widget = self.query_one(selector)
             if not widget.disabled:
                 widget.focus()
@@ -199,6 +207,22 @@ class AgentScreen(Screen[None]):
             except RuntimeRequestError as error:
                 self.notify(str(error), severity="error")
             self.show_state()
+        elif button == "apply":
+            event.button.disabled = True  # a merge takes a moment; once is enough
+            await self._apply(runtime)
+            self.show_state()
+
+    async def _apply(self, runtime: Runtime) -> None:
+        """Merge the child's changes into the work tree, as agent_apply does; say how it went."""
+        try:
+            reply = await runtime.apply_agent(self.agent_id)
+        except RuntimeRequestError as error:
+            self.notify(clean_text(str(error)), severity="error")
+            return
+        message = clean_text(str(reply.get("message", "")))
+        applied = bool(reply.get("applied"))
+        await self.transcript.notice(message, "info" if applied else "warning")
+        self.notify(message, severity="information" if applied else "warning")
 
     async def _send(self, *, interrupt: bool) -> None:
         """The box's text as a message (`interrupt`: dropping the child's pending ones first)."""
@@ -228,6 +252,8 @@ def header_text(agent_id: str, snapshot: AgentSnapshot | None) -> str:
         state = f"running · {snapshot.activity}"
     if snapshot.continuable:
         state = "interrupted · continuable"
+    if snapshot.worktree:
+        state = f"{state} · worktree {snapshot.worktree}"
     return clean_text(
         f"{snapshot.nickname} · {snapshot.type} · {state} · "
         f"{snapshot.steps_taken} steps · {snapshot.tokens} tokens"
