@@ -21,6 +21,8 @@ BENCHMARKS = (
     "completion",
     "local",
     "compaction",
+    "mcp",
+    "worktree",
 )
 
 

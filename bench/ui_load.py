@@ -3,8 +3,8 @@
 The loopback LLM runs in its own process; each child streams 100 tokens at 50 tokens/s.
 While they stream, keys are typed, once into the main screen's composer and once into
 the message box of one child's agent screen (which renders that child's stream live);
-a keystroke's latency is the time from posting the key event until the widget's text
-shows the character. Both runs happen in one process, one after the other.
+a keystroke's latency is the time from posting the key event until a frame
+draws the widget with the character in it. Both runs happen in one process, one after the other.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from textual import events
 from textual.widgets import Input
 
+from bench.targets import target
 from codewhale.config import load_config
 from codewhale.tui.app import CodeWhaleApp
 from tests.support.llm_server import Reply, ToolCallSpec
@@ -44,11 +47,44 @@ def responder(body: dict) -> Reply:
     return Reply(text="noted")
 
 
-async def measure(workspace: Path, on_agent_screen: bool) -> tuple[list[float], float, float]:
+class Drawn:
+    """When a widget was drawn into a frame, and how long its text was then.
+
+    A keystroke counts once a frame shows it, not once the widget's text changed: the
+    app may hold its redraws a while (tui/batches.py), and that wait is latency too.
+    """
+
+    def __init__(self, widget: Any, text_length: Callable[[], int]) -> None:
+        self.frames: list[tuple[float, int]] = []
+        render_lines = widget.render_lines
+
+        def drawing(crop: Any) -> Any:  # the compositor calls this for each frame it is in
+            self.frames.append((time.perf_counter(), text_length()))
+            return render_lines(crop)
+
+        widget.render_lines = drawing
+
+    def first_showing(self, length: int) -> float | None:
+        """When a frame first showed at least `length` characters."""
+        return next((at for at, shown in self.frames if shown >= length), None)
+
+
+@dataclass
+class Run:
+    """One run: each keystroke's latency to the widget's text and to the frame showing it."""
+
+    to_text: list[float]
+    to_frame: list[float]
+    cpu_share: float
+    wall: float
+
+
+async def measure(workspace: Path, on_agent_screen: bool) -> Run:
     from codewhale.tui.agent_screen import AgentScreen
 
     app = CodeWhaleApp(load_config(workspace=workspace), workspace)
-    latencies: list[float] = []
+    to_text: list[float] = []
+    to_frame: list[float] = []
     async with app.run_test(size=(140, 50)) as pilot:
         await pilot.click("#composer")
         for char in "fan out":
@@ -67,18 +103,32 @@ async def measure(workspace: Path, on_agent_screen: bool) -> tuple[list[float], 
             await pilot.pause(0.05)
             target = screen.query_one("#agent-message", Input)
             target.focus()
+
+        def length() -> int:
+            return len(target.value if on_agent_screen else target.text)
+
+        drawn = Drawn(target, length)
         while app.runtime.manager.has_live_children():
-            before = len(target.value if on_agent_screen else target.text)
+            before = length()
             started = time.perf_counter()
             target.post_message(events.Key("x", "x"))
-            while len(target.value if on_agent_screen else target.text) == before:
+            while length() == before:
                 await asyncio.sleep(0.0005)
-            latencies.append((time.perf_counter() - started) * 1000)
+            to_text.append((time.perf_counter() - started) * 1000)
+            while (shown := drawn.first_showing(before + 1)) is None:
+                await asyncio.sleep(0.0005)
+            to_frame.append((shown - started) * 1000)
             await asyncio.sleep(0.03)
         wall = time.perf_counter() - wall_before
         cpu = time.process_time() - cpu_before
+        if not app.is_running:  # an app that died on the way would pass for a light one
+            raise RuntimeError(f"the app stopped while it was measured ({place(on_agent_screen)})")
         await app.action_quit()
-    return latencies, cpu / wall, wall
+    return Run(to_text, to_frame, cpu / wall, wall)
+
+
+def place(on_agent_screen: bool) -> str:
+    return "agent screen" if on_agent_screen else "composer"
 
 
 def p95(latencies: list[float]) -> float:
@@ -99,23 +149,41 @@ def main() -> None:
         workspace = Path(scratch) / "ws"
         workspace.mkdir()
         runs = {
-            where: asyncio.run(measure(workspace, where == "agent screen"))
-            for where in ("composer", "agent screen")
+            place(on_agent_screen): asyncio.run(measure(workspace, on_agent_screen))
+            for on_agent_screen in (False, True)
         }
-    for where, (latencies, cpu_share, wall) in runs.items():
+    for where, run in runs.items():
         print(
-            f"ui_load ({where}): {CHILDREN} children streaming for {wall:.1f} s, "
-            f"{len(latencies)} keystrokes  latency p50 {statistics.median(latencies):5.1f} ms"
-            f"  p95 {p95(latencies):5.1f} ms  app CPU {100 * cpu_share:4.0f}% of one core"
+            f"ui_load ({where}): {CHILDREN} children streaming for {run.wall:.1f} s, "
+            f"{len(run.to_text)} keystrokes  latency p50 {statistics.median(run.to_text):5.1f} ms"
+            f"  p95 {p95(run.to_text):5.1f} ms  to the frame showing it: p50"
+            f" {statistics.median(run.to_frame):5.1f} ms  p95 {p95(run.to_frame):5.1f} ms"
+            f"  app CPU {100 * run.cpu_share:4.0f}% of one core"
         )
-    ratio = p95(runs["agent screen"][0]) / p95(runs["composer"][0])
+    ratio = p95(runs["agent screen"].to_text) / p95(runs["composer"].to_text)
     print(f"ui_load: agent screen open / main screen, keystroke p95: {ratio:.2f}x")
-    for where, (latencies, cpu_share, _) in runs.items():
+    for where, run in runs.items():
         print(
             f"ui_load ({where}): keystroke p95 / target {TARGET_P95_MS:.0f} ms:"
-            f" {p95(latencies) / TARGET_P95_MS:.2f}x;"
-            f" app CPU / target {100 * TARGET_CPU:.0f}%: {cpu_share / TARGET_CPU:.2f}x"
+            f" {p95(run.to_text) / TARGET_P95_MS:.2f}x;"
+            f" app CPU / target {100 * TARGET_CPU:.0f}%: {run.cpu_share / TARGET_CPU:.2f}x"
             " (both under 1.00x to meet them)"
+        )
+    # Both screens must meet each target, so the worse of the two is the figure.
+    for where, run in runs.items():
+        target(
+            f"keystroke p95, 20 children streaming ({where})",
+            p95(run.to_text),
+            "<",
+            TARGET_P95_MS,
+            " ms",
+        )
+        target(
+            f"app CPU, 20 children streaming ({where})",
+            100 * run.cpu_share,
+            "<",
+            100 * TARGET_CPU,
+            "%",
         )
 
 

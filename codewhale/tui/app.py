@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -14,7 +15,9 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.message import Message
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 # Only what the first frame needs is imported here; the engine, the provider client
@@ -22,22 +25,25 @@ from textual.widgets import Footer, Static
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
 from codewhale.providers.local_model import limits
-from codewhale.runtime import events
 from codewhale.tui.approval import ApprovalScreen
+from codewhale.tui.batches import Batches
 from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
 from codewhale.tui.composer import Composer
-from codewhale.tui.launch_receipt import Appearance
+from codewhale.tui.launch_receipt import Appearance, OpeningStatus, remember_opening_status
 from codewhale.tui.sidebar import AgentRow, WorkSidebar
 from codewhale.tui.startup import StartupGate
 from codewhale.tui.status import StatusLine
-from codewhale.tui.transcript import Transcript
+from codewhale.tui.transcript import Notice, Transcript
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from textual.app import AutopilotCallbackType
     from textual.pilot import Pilot
+    from textual.widget import Widget
 
     from codewhale.config import LoadedConfig
-    from codewhale.runtime import Runtime
+    from codewhale.runtime import Runtime, events
 
 NARROW_COLUMNS = 100
 NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
@@ -45,6 +51,30 @@ NO_SESSION = "No session is open: fix the error above (config, endpoint or sessi
 LONG_RETRY_SECS = 5.0
 # Ctrl+C twice within this many seconds quits, as in other terminal agents.
 DOUBLE_PRESS_SECS = 1.0
+
+
+# A child's events whose mark on the main screen the next one of the same group replaces
+# (the Work sidebar reads the child's snapshot in any case): what it is running, its
+# status, its token counts; a progress event with a tail (the end of all the child has
+# written) replaces an earlier tail. Waiting for the main screen, only the last counts.
+LATEST_ONLY = {
+    "started": "running",
+    "tool_call_started": "running",
+    "tool_call_completed": "tool done",
+    "progress": "status",
+    "token_usage": "usage",
+}
+
+
+def superseded_by(event: events.Event) -> tuple[str, str] | None:
+    """The key under which a later event of the same child replaces `event`, if any."""
+    from codewhale.runtime import events  # with the session (the first frame is without)
+
+    if not isinstance(event, events.AgentEvent) or event.kind not in LATEST_ONLY:
+        return None
+    if isinstance(event, events.AgentProgress) and event.text_tail:
+        return ("tail", event.agent_id)
+    return (LATEST_ONLY[event.kind], event.agent_id)
 
 
 @dataclass
@@ -92,6 +122,10 @@ class CodeWhaleApp(App[None]):
         self.workspace = workspace
         self.resume = resume
         self.continue_latest = continue_latest
+        # A new session's status line as its launch receipt remembers it, drawn in the first
+        # frame (a resumed session's counters are only known once it is read).
+        new_session = resume is None and not continue_latest
+        self._opening_status = appearance.status if new_session else None
         # --model / --provider / --base-url: they win over config for every runtime we open.
         self.overrides = dict(overrides or {})
         # `codewhale "task"`: sent as the first turn once a session is open, then forgotten.
@@ -122,26 +156,56 @@ class CodeWhaleApp(App[None]):
         yield StartupGate(Composer(), ready=self.session_ready)
         yield Footer()
 
-    @property
+    # The main screen's widgets live as long as the app and are reached on every engine
+    # event and keystroke: looked up once, then kept.
+
+    @cached_property
     def transcript(self) -> Transcript:
         return self.query_one(Transcript)
 
-    @property
+    @cached_property
     def sidebar(self) -> WorkSidebar:
         return self.query_one(WorkSidebar)
 
-    @property
+    @cached_property
     def composer(self) -> Composer:
         return self.query_one(Composer)
+
+    @cached_property
+    def status_line(self) -> StatusLine:
+        return self.query_one(StatusLine)
+
+    @cached_property
+    def hint(self) -> Static:
+        return self.query_one("#hint", Static)
 
     async def on_mount(self) -> None:
         self._apply_sidebar()
         self.sidebar.show_work({})
-        self.query_one(StatusLine).update(Text("CodeWhale  starting…", style="dim"))
+        if self._opening_status is not None:
+            # The screen as it stays: the session opens behind it, held input waits for it.
+            self._show_opening_status(self._opening_status)
+        else:
+            self.query_one(StatusLine).update(Text("CodeWhale  starting…", style="dim"))
         # Paint first: the session opens once the first frame is on screen.
         painted = asyncio.Event()
         self.call_after_refresh(painted.set)
         self.run_worker(self._start_session(painted), group="session")
+
+    def _show_opening_status(self, status: OpeningStatus) -> None:
+        """What `refresh_status` shows for a session just opened, from the receipt."""
+        from codewhale.providers.types import Usage
+
+        self.query_one(StatusLine).show(
+            workspace=self.workspace,
+            mode=status.mode,
+            model=status.model,
+            usage=Usage(),
+            running=False,
+            limits=status.limits,
+            sandboxed=status.sandboxed,
+            context=status.context,
+        )
 
     async def _start_session(self, painted: asyncio.Event) -> None:
         """Load the command handlers and open the session, then let held input through.
@@ -149,6 +213,7 @@ class CodeWhaleApp(App[None]):
         Started at mount rather than after the first frame, so that quitting before that
         frame cancels it and its `finally` still releases the StartupGate.
         """
+        opening: OpeningStatus | None = None
         try:
             await painted.wait()
             # The handlers import the runtime, engine, httpx and pydantic: off the event loop.
@@ -159,10 +224,21 @@ class CodeWhaleApp(App[None]):
             await self.open_runtime(self._checked_config)
             if self.runtime is None:  # the error is in the transcript
                 self.query_one(StatusLine).update(Text("CodeWhale  no session", style="dim"))
+            elif self.resume is None and not self.continue_latest and not self.turn_running:
+                # A new session before any turn (a `codewhale "task"` prompt's is running).
+                opening = OpeningStatus.of(self.runtime)
             # What opening put up (history, status, a dialog) is drawn before held input runs.
             await self.screen.wait_for_refresh()
         finally:
             self.session_ready.set()
+        # The answer cell (Textual's Markdown, markdown-it) is loaded now, in a thread, not
+        # on the loop when the first answer starts to stream.
+        self.run_worker(asyncio.to_thread(import_module, "codewhale.tui.answer"), group="preload")
+        if opening is not None and opening != self._opening_status:
+            # For the next start with this setup's receipt; after the held input, in a thread.
+            await asyncio.to_thread(
+                remember_opening_status, self.workspace, self.overrides, opening
+            )
 
     async def run_async(
         self, *, auto_pilot: AutopilotCallbackType | None = None, **options: Any
@@ -195,7 +271,7 @@ class CodeWhaleApp(App[None]):
             from codewhale.runtime import RuntimeSetupError, open_runtime
 
             try:
-                return open_runtime(
+                runtime = open_runtime(
                     workspace=self.workspace,
                     loaded=loaded,
                     overrides=self.overrides,
@@ -205,6 +281,10 @@ class CodeWhaleApp(App[None]):
                 )
             except (RuntimeSetupError, ConfigError) as error:
                 return str(error)
+            # The status line's context use: its first look estimates every message (16 ms
+            # at 5,000), later ones only what is new. Here, not on the loop.
+            runtime.context_use()
+            return runtime
 
         opened = await asyncio.to_thread(open_session)
         if isinstance(opened, str):
@@ -212,9 +292,8 @@ class CodeWhaleApp(App[None]):
             return
         self.runtime = opened
         self.loaded = opened.loaded
-        for warning in self.runtime.warnings:
-            await self.transcript.notice(warning, "warning")
-        await self.replay_history(self.runtime.messages)
+        warnings = [Notice(warning, "warning") for warning in self.runtime.warnings]
+        await self.replay_history(self.runtime.messages, above=warnings)
         for snapshot in self.runtime.agents():
             await self.sidebar.show_agent(snapshot)
         self.refresh_status()
@@ -242,9 +321,14 @@ class CodeWhaleApp(App[None]):
                 return
         await send_initial_prompt()
 
-    async def replay_history(self, messages: list[dict]) -> None:
+    async def replay_history(self, messages: list[dict], above: Sequence[Widget] = ()) -> None:
         """Show a resumed conversation with the cells a live turn makes: its last screenful
-        in one batch, earlier ones as the user scrolls up."""
+        in one batch (under `above`), earlier ones as the user scrolls up."""
+        if all(message.get("role") == "system" for message in messages):
+            # A new session: nothing to rebuild (nor the history cells' imports to load).
+            if above:
+                await self.transcript.add_all(above)
+            return
         from codewhale.tui.history import Backlog  # loaded on first use (cold start)
 
         runtime = self.runtime
@@ -252,7 +336,7 @@ class CodeWhaleApp(App[None]):
         def agents() -> dict:
             return {s.agent_id: s for s in runtime.agents()} if runtime is not None else {}
 
-        await self.transcript.show_history(Backlog(messages, agents))
+        await self.transcript.show_history(Backlog(messages, agents), above)
 
     async def resume_session(self, session_id: str) -> None:
         await self.transcript.reset()
@@ -266,9 +350,6 @@ class CodeWhaleApp(App[None]):
 
     def on_text_area_changed(self, event) -> None:
         """Typing `/…` or `@…` shows what Tab would complete to."""
-        hints = self.query("#hint")
-        if not hints:  # quitting: a last keystroke can arrive after the widgets are gone
-            return
         text = event.text_area.text
         word = text.replace("\n", " ").rsplit(" ", 1)[-1]
         hint = ""
@@ -282,7 +363,14 @@ class CodeWhaleApp(App[None]):
         elif word.startswith("@") and len(word) > 1:
             matches = self._path_matches(word[1:], 6)
             hint = "indexing files…" if matches is None else "  ".join(matches)
-        hints.first(Static).update(hint)
+        try:
+            line = self.hint
+        except NoMatches:  # quitting: a last keystroke can arrive after the widgets are gone
+            return
+        # Most keystrokes leave the hint as it was (usually empty): updating it anyway laid
+        # out the screen once per keystroke.
+        if hint != line.content and line.is_attached:
+            line.update(hint)
 
     def on_resize(self, event) -> None:
         # This handler runs before App._on_resize stores the new size: self.size is the
@@ -303,10 +391,11 @@ class CodeWhaleApp(App[None]):
         runtime = self.runtime
         if runtime is None:
             return
-        # By type, query_one is answered from Textual's cache; `query` walked every widget.
-        line = self.query_one_optional(StatusLine)
-        sidebar = self.query_one_optional(WorkSidebar)
-        if line is None or sidebar is None:  # the app is shutting down
+        try:
+            line, sidebar = self.status_line, self.sidebar
+        except NoMatches:  # the app is shutting down
+            return
+        if not line.is_attached:  # the same, once they were looked up
             return
         if soon:
             line.show_soon(self.refresh_status)
@@ -386,6 +475,11 @@ class CodeWhaleApp(App[None]):
         try:
             await self.runtime.submit(prompt)
         finally:
+            task = asyncio.current_task()
+            if task is not None and not task.cancelling():
+                # What the turn did is on screen before it is said to be over (the
+                # events are applied a frame's worth at a time).
+                await self._engine_events.applied()
             self.turn_running = False
             self.refresh_status()
 
@@ -451,24 +545,52 @@ class CodeWhaleApp(App[None]):
 
     # -- engine events -----------------------------------------------------------------------
 
+    @cached_property
+    def _engine_events(self) -> Batches[events.Event]:
+        """What engine events change on the main screen, applied a frame's worth at a
+        time (`tui/batches.py`), and only while the main screen is in view: under an
+        agent screen Textual still lays it out and redraws it, unseen."""
+        batches = Batches(self, self._apply_engine_event, ready=self._main_screen_shown)
+        self.screen_change_signal.subscribe(self, lambda _screen: batches.resume())
+        return batches
+
+    def _main_screen_shown(self) -> bool:
+        """Only dialogs, which leave it in view, cover the main screen."""
+        return all(isinstance(screen, ModalScreen) for screen in self.screen_stack[1:])
+
     async def on_engine_event(self, message: EngineEvent) -> None:
+        # Events come from an open session, which has loaded them; the first frame has not.
+        from codewhale.runtime import events
+
         if self.runtime is None:
             # Quitting: events posted before the session closed arrive after the
             # widgets are gone and have nowhere to go.
             return
         event = message.event
+        # What the screen on top shows is handled at once: a dialog, a notification, an
+        # agent screen following its child.
         if isinstance(event, events.ApprovalRequested):
             self._approvals.append(event)
             self._next_approval()
             return
         if isinstance(event, events.AgentEvent):
-            await self._agent_event(event.envelope())
-            return
+            await self._agent_event_on_top(event.envelope())
         if isinstance(event, events.Retrying) and event.delay >= LONG_RETRY_SECS:
             self.notify(
                 f"Retrying in {event.delay:.0f} s: {event.reason}",
                 timeout=min(event.delay, 10),
             )
+        self._engine_events.add(event, supersedes=superseded_by(event))
+
+    async def _apply_engine_event(self, event: events.Event) -> None:
+        """The main screen's part: transcript, Work sidebar, status line."""
+        from codewhale.runtime import events
+
+        if self.runtime is None:
+            return
+        if isinstance(event, events.AgentEvent):
+            await self._agent_event(event.envelope())
+            return
         await self.transcript.apply(event)
         if isinstance(event, events.ToolCallFinished) and event.name in (
             "checklist_write",
@@ -480,8 +602,21 @@ class CodeWhaleApp(App[None]):
         if isinstance(event, events.UsageEvent | events.TurnComplete | events.ContextCompacted):
             self.refresh_status(soon=True)
 
-    async def _agent_event(self, envelope: dict) -> None:
+    async def _agent_event_on_top(self, envelope: dict) -> None:
         from codewhale.tui.agent_screen import AgentScreen  # loaded on first use (cold start)
+
+        # Every open agent screen, not only the top one: an approval may cover it. One
+        # still mounting reads its child's state as it mounts.
+        for screen in self.screen_stack:
+            if isinstance(screen, AgentScreen) and screen.is_mounted:
+                await screen.agent_envelope(envelope)
+        if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
+            runtime = self.runtime
+            snapshot = runtime.manager.snapshot_of(envelope["agent_id"]) if runtime else None
+            name = snapshot.nickname if snapshot else envelope["agent_id"]
+            self.notify(f"{name} {envelope['kind']}", title="sub-agent")
+
+    async def _agent_event(self, envelope: dict) -> None:
         from codewhale.tui.transcript import agent_heading
 
         if self.runtime is None:
@@ -492,13 +627,6 @@ class CodeWhaleApp(App[None]):
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
             await self.transcript.agent_envelope(envelope, title, detail)
-        # Every open agent screen, not only the top one: an approval may cover it.
-        for screen in self.screen_stack:
-            if isinstance(screen, AgentScreen):
-                await screen.agent_envelope(envelope)
-        if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
-            name = snapshot.nickname if snapshot else envelope["agent_id"]
-            self.notify(f"{name} {envelope['kind']}", title="sub-agent")
         self.refresh_status(soon=True)
 
     def _next_approval(self) -> None:
@@ -577,3 +705,14 @@ class CodeWhaleApp(App[None]):
         runtime, self.runtime = self.runtime, None
         if runtime is not None:
             await runtime.close()
+
+    def on_worker_state_changed(self, event) -> None:
+        """Each time a session has opened (at start, after onboarding, on /sessions), its
+        MCP servers start in the background, after the session's first frame."""
+        from textual.worker import WorkerState
+
+        opened = event.worker.group == "session" and event.state is WorkerState.SUCCESS
+        if opened and self.runtime is not None:
+            from codewhale.tui.mcp_view import start_servers  # loaded on first use
+
+            start_servers(self, self.runtime)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,9 +13,11 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from codewhale.runtime import events
 from codewhale.sanitize import clean_text
 from codewhale.tui.diff_view import diff_renderable, looks_like_diff
+
+if TYPE_CHECKING:
+    from codewhale.runtime import events
 
 KEYS = "y approve once · a always this session · n / Esc deny · ↑ ↓ scroll"
 

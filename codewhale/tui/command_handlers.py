@@ -198,6 +198,21 @@ async def _revert(app: CodeWhaleApp, arguments: str) -> None:
     await app.transcript.notice(restored)
 
 
+async def _mcp(app: CodeWhaleApp, arguments: str) -> None:
+    from codewhale.tui.mcp_view import ask_trust, show_servers
+
+    runtime = _runtime(app)
+    word = arguments.strip().lower()
+    if word == "trust":
+        if not ask_trust(app, runtime):
+            await app.transcript.notice("No untrusted servers in this project's .mcp.json.")
+        return
+    if word:
+        await app.transcript.notice("usage: /mcp [trust]", "error")
+        return
+    await show_servers(app, runtime)
+
+
 async def _quit(app: CodeWhaleApp, arguments: str) -> None:
     await app.action_quit()
 
@@ -246,6 +261,12 @@ def build_registry() -> CommandRegistry:
             needs_session=False,
         ),
         SlashCommand("memory", "show the memory file the model sees", _memory),
+        SlashCommand(
+            "mcp",
+            "MCP servers: their state and tools; trust a project's .mcp.json",
+            _mcp,
+            usage="[trust]",
+        ),
         SlashCommand("revert", "restore files changed in the last N turns", _revert, usage="[N]"),
         SlashCommand(
             "compact", "summarise the older turns to free context (the newest stay)", _compact

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from rich.syntax import Syntax
+from typing import TYPE_CHECKING
+
 from textual.markup import escape
 from textual.widgets import Collapsible, Static
 
 from codewhale.sanitize import clean_text
+
+if TYPE_CHECKING:
+    from rich.syntax import Syntax
 
 # Past this many lines the body shows the start and says how much is left out.
 MAX_DIFF_LINES = 400
@@ -58,6 +62,9 @@ def diff_title(diff: str) -> str:
 
 def diff_renderable(diff: str) -> Syntax:
     """The diff coloured by Rich's diff lexer, cut at MAX_DIFF_LINES."""
+    # Here, not at the top: rich.syntax loads pygments, which the first frame does without.
+    from rich.syntax import Syntax
+
     lines = clean_text(diff).splitlines()
     if len(lines) > MAX_DIFF_LINES:
         left = len(lines) - MAX_DIFF_LINES
@@ -66,7 +73,8 @@ def diff_renderable(diff: str) -> Syntax:
 
 
 class DiffView(Collapsible):
-    """Collapsed: the summary line; expanded: the whole coloured diff."""
+    """Collapsed: the summary line; expanded: the whole coloured diff, built on first opening
+    (most diffs in a long session are never opened)."""
 
     DEFAULT_CSS = """
     DiffView { border: none; padding: 0; margin: 0 0 0 2; }
@@ -75,7 +83,18 @@ class DiffView(Collapsible):
 
     def __init__(self, diff: str, *, collapsed: bool = True, title: str | None = None) -> None:
         self.diff = diff
-        body = Static(diff_renderable(diff), classes="diff-body")
+        self._body_shown = not collapsed
         # Collapsible titles are markup: a given title is escaped, the default one is built so.
         heading = escape(title) if title is not None else diff_title(diff)
-        super().__init__(body, title=heading, collapsed=collapsed)
+        body = () if collapsed else (self._body(),)
+        # Collapsible sets "-collapsed" on mount, styling the widget again; set now, it is free.
+        folded = "-collapsed" if collapsed else ""
+        super().__init__(*body, title=heading, collapsed=collapsed, classes=folded)
+
+    def _body(self) -> Static:
+        return Static(diff_renderable(self.diff), classes="diff-body")
+
+    def watch_collapsed(self, collapsed: bool) -> None:
+        if not collapsed and not self._body_shown:
+            self._body_shown = True
+            self.query_one(Collapsible.Contents).mount(self._body())

@@ -18,11 +18,11 @@ from textual.widget import Widget
 
 from codewhale.runtime import events
 from codewhale.runtime.events import AgentSnapshot
+from codewhale.tui.answer import AssistantMessage
 from codewhale.tui.attachments import split_attachments
 from codewhale.tui.diff_view import DiffView, looks_like_diff
 from codewhale.tui.transcript import (
     AgentCell,
-    AssistantMessage,
     Notice,
     Reasoning,
     ToolCell,

@@ -16,8 +16,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from codewhale.paths import user_dirs
-from codewhale.providers.key_help import lacks_key, missing_key_help
-from codewhale.sessions.store import SessionError, SessionStore
 from codewhale.tui import launch_receipt
 from codewhale.tui.launch_receipt import Appearance
 
@@ -85,6 +83,8 @@ def attached_to_terminal() -> bool:
 
 
 def unknown_session(session_id: str) -> str | None:
+    from codewhale.sessions.store import SessionError, SessionStore  # only for --resume
+
     try:
         # Its header only: the app parses the messages once, when the session opens.
         SessionStore(user_dirs().data_dir).info(session_id)
@@ -95,5 +95,7 @@ def unknown_session(session_id: str) -> str | None:
 
 def missing_key(loaded: LoadedConfig) -> str | None:
     """What to do when the provider needs a key, none is set and no offline model stands in."""
+    from codewhale.providers.key_help import lacks_key, missing_key_help  # a checked config
+
     settings = loaded.provider_settings()
     return missing_key_help(settings, loaded.user_file) if lacks_key(settings) else None

@@ -6,6 +6,10 @@ Textual app's whole start. When the checks pass, a digest of everything they rea
 kept (with the two settings the first frame needs); the next start whose digest matches
 skips them, paints, and reads the config with the session after the first frame.
 
+With the digest goes the status line a new session showed when it last opened with this
+setup (mode, model, sandbox, context use; `OpeningStatus`), so the next start draws it
+in its first frame: the screen is then as it stays, and the session opens behind it.
+
 The digest covers the config files' bytes, the whole environment (but for the shell's
 own `_`, `PWD`, `OLDPWD` and `SHLVL`, which no setting comes from), the flags, the
 workspace, the Python and CodeWhale versions, the newest source file's mtime and whether
@@ -29,10 +33,12 @@ from typing import TYPE_CHECKING
 from codewhale import __version__
 from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
-from codewhale.providers.local_model import missing_local_runtime
+from codewhale.permissions import Mode
+from codewhale.providers.local_model import limits, missing_local_runtime
 
 if TYPE_CHECKING:
     from codewhale.config import LoadedConfig
+    from codewhale.runtime import Runtime
 
 RECEIPT_FILE = "launch-checks.json"
 # Workspaces and setups remembered at once; the oldest is dropped first.
@@ -42,11 +48,59 @@ PACKAGE = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
+class OpeningStatus:
+    """What the status line says once a new session has opened, before any turn (its
+    counters are zero then): what the status line takes from the runtime."""
+
+    mode: Mode
+    model: str
+    limits: str | None  # the offline model's, when it answers
+    sandboxed: bool
+    context: tuple[int, int]  # (tokens the first request carries, the model's window)
+
+    @classmethod
+    def of(cls, runtime: Runtime) -> OpeningStatus:
+        settings = runtime.settings
+        tokens, window = runtime.context_use()
+        return cls(
+            mode=runtime.mode,
+            model=runtime.model,
+            limits=limits(settings.offer_tools) if settings.provider == "local" else None,
+            sandboxed=runtime.sandboxed,
+            context=(tokens, window),
+        )
+
+    @classmethod
+    def from_json(cls, data: object) -> OpeningStatus | None:
+        """As `remember_opening_status` wrote it; None for anything else."""
+        if not isinstance(data, dict):
+            return None
+        model, limits_, sandboxed = data.get("model"), data.get("limits"), data.get("sandboxed")
+        context = data.get("context")
+        if not (
+            isinstance(model, str)
+            and (limits_ is None or isinstance(limits_, str))
+            and isinstance(sandboxed, bool)
+            and isinstance(context, list)
+            and len(context) == 2
+            and all(type(number) is int for number in context)
+        ):
+            return None
+        try:
+            mode = Mode(str(data.get("mode")))
+        except ValueError:
+            return None
+        return cls(mode, model, limits_, sandboxed, (context[0], context[1]))
+
+
+@dataclass(frozen=True)
 class Appearance:
-    """What the first frame takes from the config."""
+    """What the first frame takes from the config, and from the last session opened with
+    it (None until one has opened)."""
 
     theme: str
     sidebar: bool
+    status: OpeningStatus | None = None
 
     @classmethod
     def of(cls, loaded: LoadedConfig) -> Appearance:
@@ -101,7 +155,9 @@ def recall(key: str, state_dir: Path) -> Appearance | None:
     theme, sidebar = entry.get("theme"), entry.get("sidebar")
     if not isinstance(theme, str) or not isinstance(sidebar, bool):
         return None
-    return Appearance(theme=theme, sidebar=sidebar)
+    return Appearance(
+        theme=theme, sidebar=sidebar, status=OpeningStatus.from_json(entry.get("status"))
+    )
 
 
 def remember(key: str, state_dir: Path, appearance: Appearance) -> None:
@@ -112,6 +168,22 @@ def remember(key: str, state_dir: Path, appearance: Appearance) -> None:
     kept = dict(list(receipts.items())[-KEEP:])
     with contextlib.suppress(OSError):
         atomic_write_text(state_dir / RECEIPT_FILE, json.dumps(kept))
+
+
+def remember_opening_status(
+    workspace: Path, overrides: Mapping[str, str], status: OpeningStatus
+) -> None:
+    """Keep what a new session's status line said, with the receipt for its setup: only
+    one whose checks passed (a setup without a receipt is checked before it paints)."""
+    state_dir = user_dirs().state_dir
+    receipts = _receipts(state_dir)
+    entry = receipts.get(digest(workspace, overrides))
+    shown = json.loads(json.dumps(asdict(status)))  # as read back: the tuple as a list
+    if not isinstance(entry, dict) or entry.get("status") == shown:
+        return
+    entry["status"] = shown
+    with contextlib.suppress(OSError):
+        atomic_write_text(state_dir / RECEIPT_FILE, json.dumps(receipts))
 
 
 def _receipts(state_dir: Path) -> dict[str, object]:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import count
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -17,10 +18,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
-from codewhale.subagents.roles import UI_COLORS, lookup_role
 from codewhale.tui.status import Coalescer
+
+if TYPE_CHECKING:
+    # Typing only: the first frame has no rows, and the snapshot's module brings the
+    # sub-agents' records and events with it (tests/unit/test_startup.py).
+    from codewhale.runtime.events import AgentSnapshot
 
 # A finished row dims this long after it finished...
 FADE_AFTER_SECS = 60.0
@@ -68,6 +72,9 @@ def group_of(snapshot: AgentSnapshot) -> Group:
 
 def role_color(snapshot: AgentSnapshot) -> str:
     """The agent definition's colour when it has one, else its role's."""
+    # The role table loads with the first row, not with the first frame.
+    from codewhale.subagents.roles import UI_COLORS, lookup_role
+
     role = lookup_role(snapshot.role)
     return snapshot.color or (UI_COLORS.get(role, "white") if role else "white")
 
@@ -378,7 +385,9 @@ class WorkSidebar(VerticalScroll):
         title = f"Sub-agents: {len(self._rows)} ({self.count(Group.RUNNING)} running)"
         if title != self._agents_heading:
             self._agents_heading = title
-            self.agents_title.update(title)
+            # One row at any count (35 cells hold "Sub-agents: 999 (999 running)"), so
+            # with no layout pass: the counts change with every child that starts or ends.
+            self.agents_title.update(title, layout=False)
 
     def _paint_rows(self) -> None:
         now = wall_clock()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -13,16 +13,16 @@ from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.markup import escape
 from textual.widget import Widget
-from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Collapsible, Static
 
-from codewhale.runtime import events
 from codewhale.sanitize import clean_text
 from codewhale.tui.diff_view import DiffView, looks_like_diff
 from codewhale.tui.sidebar import AgentRow
 from codewhale.tui.status import Coalescer
 
 if TYPE_CHECKING:
+    from codewhale.runtime import events
+    from codewhale.tui.answer import AssistantMessage
     from codewhale.tui.history import Backlog
 
 MAX_MOUNTED = 300  # older cells are dropped so long sessions stay smooth...
@@ -35,6 +35,16 @@ PREVIEW_WIDTH = 120
 # Collapsible sets this class on mount, which styles the whole cell a second time; set
 # from the start, it costs nothing.
 FOLDED = "-collapsed"
+
+
+def __getattr__(name: str) -> Any:
+    """`transcript.AssistantMessage`, as it was before the answer cell moved to tui/answer.py:
+    imported on first use, so the first frame does not load Textual's Markdown widget."""
+    if name == "AssistantMessage":
+        from codewhale.tui.answer import AssistantMessage
+
+        return AssistantMessage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def line_end(line: str, cells: int) -> str:
@@ -54,36 +64,6 @@ class UserMessage(Static):
         label = Text("› steer  " if steer else "› ", style="bold")
         label.append(clean_text(text))
         super().__init__(label, markup=False, classes="steer" if steer else "")
-
-
-class AssistantMessage(Markdown):
-    """Streams with MarkdownStream instead of re-rendering the document per delta.
-
-    Built with `text` (a replayed answer) it never streams, so it starts no stream task.
-    """
-
-    def __init__(self, text: str = "") -> None:
-        super().__init__(clean_text(text))
-        self.stream: MarkdownStream | None = None
-        self.answer = text
-
-    async def add_fragment(self, fragment: str) -> None:
-        # Not `append`: MarkdownStream calls Markdown.append to render.
-        if self.stream is None:
-            self.stream = Markdown.get_stream(self)
-        self.answer += fragment
-        await self.stream.write(clean_text(fragment))
-
-    async def finish(self, suffix: str = "", *, content: str | None = None) -> None:
-        """End the stream; `content` (the whole answer) replaces what streamed if they differ."""
-        if suffix and self.stream is not None:
-            await self.stream.write(suffix)
-        if self.stream is not None:
-            await self.stream.stop()
-        if content and content != self.answer:
-            # Deltas were missed (an agent screen opened mid-answer): show the whole answer.
-            self.answer = content
-            await self.update(clean_text(content) + suffix)
 
 
 class Folded(Collapsible):
@@ -445,6 +425,10 @@ class Transcript(VerticalScroll):
             cell.progress(tail)
 
     async def apply(self, event: events.Event) -> None:
+        # Here, not at the top: the event classes are the engine's, which the first frame
+        # does without (events only come once the session is open).
+        from codewhale.runtime import events
+
         if isinstance(event, events.ReasoningDelta):
             if self._reasoning is None:
                 self._reasoning = Reasoning()
@@ -452,6 +436,8 @@ class Transcript(VerticalScroll):
             self._reasoning.add_fragment(event.text)
         elif isinstance(event, events.AssistantDelta):
             if self._answer is None:
+                from codewhale.tui.answer import AssistantMessage
+
                 self._answer = AssistantMessage()
                 await self.add(self._answer)
             await self._answer.add_fragment(event.text)
@@ -503,6 +489,8 @@ class Transcript(VerticalScroll):
         if self._answer is not None:
             await self._answer.finish(suffix, content=event.content)
         elif event.content.strip():
+            from codewhale.tui.answer import AssistantMessage
+
             await self.add(AssistantMessage(event.content + suffix))
         self._answer = None
         self._reasoning = None

@@ -6,6 +6,7 @@ frame and a ready session (a few hundred ms in a real start) can be looked at.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from textual.css.query import NoMatches
 from codewhale.config import load_config
 from codewhale.tui import app as app_module
 from codewhale.tui.app import CodeWhaleApp
+from codewhale.tui.launch import check
+from codewhale.tui.launch_receipt import Appearance
 from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import Notice, UserMessage
 from tests.support.llm_server import Reply
@@ -101,3 +104,49 @@ async def test_a_session_that_cannot_open_says_so_in_the_status_line(monkeypatch
         notices = [str(n.render()) for n in app.query(Notice)]
         assert any("No session is open" in n for n in notices)
         await app.action_quit()
+
+
+# -- the status line a receipt remembers ------------------------------------------------------
+
+
+def checked(workspace: Path) -> object:
+    """What `codewhale` would start the app with (tui/launch.py)."""
+    return check(argparse.Namespace(workspace_path=workspace, overrides={}, resume=None))
+
+
+async def first_frame_status(app: HeldShut) -> tuple[str, str]:
+    """The status line at the first frame (the session held shut) and once it has opened."""
+    running = asyncio.create_task(app.run_async(headless=True, size=(120, 30)))
+    try:
+        await until(lambda: painted(app))
+        at_first_frame = status(app)
+        assert app.runtime is None
+        app.opening.set()
+        await until(lambda: app.session_ready.is_set())
+        return at_first_frame, status(app)
+    finally:
+        app.opening.set()
+        await until(lambda: app.session_ready.is_set())
+        await app.action_quit()
+        await running
+
+
+async def test_a_new_session_paints_its_status_line_in_the_first_frame(llm, monkeypatch, workspace):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    first = checked(workspace)  # a first start: the config is checked, then a receipt kept
+    assert not isinstance(first, Appearance)
+    frame, opened = await first_frame_status(HeldShut(first, workspace, opening=asyncio.Event()))
+    assert "starting…" in frame and "deepseek" in opened
+
+    # The session's status line is kept with the receipt, once the session has opened.
+    await until(lambda: getattr(checked(workspace), "status", None) is not None)
+    again = checked(workspace)
+    assert isinstance(again, Appearance)
+    frame, then = await first_frame_status(HeldShut(again, workspace, opening=asyncio.Event()))
+    assert frame == then == opened  # drawn before the session opened, unchanged by it
+
+    # A resumed session's counters are only known once it is read.
+    resumed = HeldShut(again, workspace, continue_latest=True, opening=asyncio.Event())
+    frame, then = await first_frame_status(resumed)
+    assert "starting…" in frame and "deepseek" in then
