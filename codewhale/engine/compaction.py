@@ -177,7 +177,9 @@ class Compactor:
         """Tokens the next request would carry: measured, plus an estimate for what is new."""
         if self._tokens is None or self._epoch != conversation.epoch:
             self._epoch = conversation.epoch
-            self._tokens, self._covered, self._quiet_until = estimate_tokens(tools), 0, 0
+            # A client that offers no tools (the offline model, chat only) sends none.
+            offered = estimate_tokens(tools) if self.client.settings.offer_tools else 0
+            self._tokens, self._covered, self._quiet_until = offered, 0, 0
         messages = conversation.messages
         if self._covered < len(messages):
             self._tokens += sum(estimate_tokens(m) for m in messages[self._covered :])

@@ -229,6 +229,19 @@ def test_the_size_is_the_providers_count_plus_an_estimate_of_what_is_new(compact
     assert compactor.size(conversation, tools) == estimated
 
 
+def test_a_client_that_offers_no_tools_counts_none():
+    client = ChatClient(loopback_settings(URL, offer_tools=False))
+    try:
+        chat_only = Compactor(client, CompactionPolicy(window=10_000))
+        conversation = Conversation([{"role": "system", "content": "s" * 300}])
+        tools = [{"type": "function", "function": {"name": "t", "description": "d" * 3_000}}]
+        assert chat_only.size(conversation, tools) == -(
+            -encoded_size(conversation.messages[0]) // BYTES_PER_TOKEN
+        )
+    finally:
+        asyncio.run(client.aclose())
+
+
 def test_a_compacted_conversation_sends_the_same_dicts():
     messages: list[dict[str, Any]] = [{"role": "system", "content": "s"}]
     messages += [{"role": "user", "content": str(i)} for i in range(6)]
