@@ -9,8 +9,8 @@ files. Measured, in alternating order, medians of several runs:
 - what `isolation: worktree` does for agent_open: the snapshot of HEAD plus the
   uncommitted work (a temporary index), its base commit, the checkout, and the branch;
 - its parts: the snapshot, and naming the branch (the part that runs on the event loop);
-- the diff summary made when an isolated child ends (it too runs on the event loop,
-  before its completion event), after the child changed 20 files;
+- the diff summary made when an isolated child ends (in a thread, before its completion
+  event; on the loop only for a child stopped from outside), after it changed 20 files;
 - agent_apply of those 20 files.
 
 The ratio of the first two is the overhead of carrying the uncommitted work.
@@ -35,8 +35,8 @@ EDITED, UNTRACKED, CHILD_CHANGES = 50, 50, 20
 RUNS = 5
 # Carrying the uncommitted work may cost at most this much over a plain checkout.
 TARGET_RATIO = 1.3
-# What an isolated child costs the event loop: branch naming when it opens, its diff
-# summary when it ends (at 20,000 files).
+# What an isolated child costs the event loop: branch naming when it opens (at 20,000
+# files; its diff summary runs in a thread).
 TARGET_ON_LOOP_MS = 100.0
 T = TypeVar("T")
 _ENV = {
@@ -127,12 +127,12 @@ def main() -> None:
     print(f"  snapshot of the uncommitted work:   {statistics.median(snapshots) * 1000:8.1f} ms")
     print(f"  naming the branch (on the loop):    {statistics.median(naming) * 1000:8.1f} ms")
     summary = statistics.median(summaries)
-    print(f"diff summary at a child's end (on the loop): {summary * 1000:8.1f} ms")
+    print(f"diff summary at a child's end (in a thread): {summary * 1000:8.1f} ms")
     print(f"agent_apply of {CHILD_CHANGES} changed files: {applying * 1000:8.1f} ms")
     target(
         "worktree creation / plain git worktree add (20,000 files)", full / base, "≤", TARGET_RATIO
     )
-    on_loop = (statistics.median(naming) + summary) * 1000
+    on_loop = statistics.median(naming) * 1000
     target("an isolated child's time on the event loop", on_loop, "<", TARGET_ON_LOOP_MS, " ms")
 
 

@@ -2,8 +2,9 @@
 applied, kept or deleted, and pruned; each change lands in the record's `worktree`
 field, which is persisted with it, so all of this works after a restart too.
 
-git work that can take long (a checkout, a merge, a deletion) runs in a thread; naming
-a branch and summarising a diff are quick and run where they are called.
+git work that can take long (a checkout, a merge, a deletion, the diff summary of a child
+that ran to its end) runs in a thread; naming a branch is quick and runs where it is
+called, as does the summary of a child stopped from outside (cancelled, interrupted).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from codewhale.subagents import worktree
 from codewhale.subagents.records import WorkerRecord, now_ms
 from codewhale.subagents.spawn import SpawnError
-from codewhale.subagents.worktree import Prepared, Worktree, WorktreeError
+from codewhale.subagents.worktree import DiffSummary, Prepared, Worktree, WorktreeError
 
 # Finished for good. An interrupted child may still be continued in its worktree, so
 # age alone never deletes that one; closing it (cancelled) does start its clock.
@@ -47,6 +48,8 @@ class WorktreeKeeper:
         self._applying = asyncio.Lock()
         # Removals of worktrees whose open was cancelled while they were being made.
         self._orphans: set[asyncio.Task[None]] = set()
+        # Children whose run summarised them already, until their final move is seen.
+        self._summarized: set[str] = set()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -93,16 +96,34 @@ class WorktreeKeeper:
     # -- a child ended ---------------------------------------------------------------------
 
     def summarize(self, record: WorkerRecord) -> None:
-        """What an ended isolated child changed, for its completion event and projection."""
+        """What an ended isolated child changed, for its completion event and projection;
+        nothing when its run already summarised it in a thread (`summarize_in_thread`)."""
+        if record.agent_id in self._summarized:
+            self._summarized.discard(record.agent_id)
+            return
+        self._store(record, self._diff(record))
+
+    async def summarize_in_thread(self, record: WorkerRecord) -> None:
+        """`summarize` for a child whose turn has ended, before its final move: git diff on
+        a large repository takes tens of milliseconds, which would stall every stream."""
+        diff = await asyncio.to_thread(self._diff, record)
+        self._store(record, diff)
+        self._summarized.add(record.agent_id)
+
+    def _diff(self, record: WorkerRecord) -> tuple[Worktree, DiffSummary] | None:
         tree = tree_of(record)
         if tree is None or tree.removed_at_ms is not None:
-            return
+            return None
         try:
-            diff = worktree.summarize(tree)
+            return tree, worktree.summarize(tree)
         except WorktreeError:
-            return  # its worktree was removed by hand: nothing left to summarise
-        record.worktree = replace(tree, diff=diff).to_json()
-        self.persist(record)
+            return None  # its worktree was removed by hand: nothing left to summarise
+
+    def _store(self, record: WorkerRecord, found: tuple[Worktree, DiffSummary] | None) -> None:
+        if found is not None:
+            tree, diff = found
+            record.worktree = replace(tree, diff=diff).to_json()
+            self.persist(record)
 
     # -- agent_apply -----------------------------------------------------------------------
 

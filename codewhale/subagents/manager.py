@@ -137,6 +137,7 @@ class SubAgentManager:
             mailbox=self.mailbox,
             children=self.roster.children,
             write_now=lambda: self.writer.mark_dirty(None, 0),
+            before_end=self._summarize_in_thread,
         )
         # Front ends following one child live (the agent screen), by agent id.
         self._watchers: dict[str, list[EventWatcher]] = {}
@@ -364,6 +365,10 @@ class SubAgentManager:
             child = self.roster.get(event.agent_id)
             if child is not None and child.record.worktree is not None:
                 self.worktrees.summarize(child.record)
+
+    async def _summarize_in_thread(self, child: Child) -> None:
+        if child.record.worktree is not None:
+            await self.worktrees.summarize_in_thread(child.record)
 
     async def shutdown(self) -> None:
         """Quitting: running children are recorded interrupted("parent session closed")."""

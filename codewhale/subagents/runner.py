@@ -5,7 +5,7 @@ what its end means for others (its opener is told; its own children are stopped)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from codewhale.engine.loop import Engine, TurnResult
@@ -29,6 +29,7 @@ class ChildRunner:
         mailbox: Mailbox,
         children: Mapping[str, Child],
         write_now: Callable[[], None],
+        before_end: Callable[[Child], Awaitable[None]] | None = None,
     ) -> None:
         self.admission = admission
         self.lifecycle = lifecycle
@@ -38,6 +39,8 @@ class ChildRunner:
         self.children = children
         # Schedules the state-file write at once (a child settled).
         self.write_now = write_now
+        # Work for a child whose turn ended, before its final move (off the loop's hands).
+        self.before_end = before_end
 
     def start(self, child: Child, *, resume_note: str | None = None) -> None:
         """Run the child as a detached task (a continuation when `resume_note` is given)."""
@@ -68,6 +71,8 @@ class ChildRunner:
                         record.verification = await asyncio.to_thread(
                             verify_claims, Path(record.workspace), report
                         )
+                if self.before_end is not None:
+                    await self.before_end(child)
                 self._finish(child, result)
         except asyncio.CancelledError:
             self._finish_stopped(child)
