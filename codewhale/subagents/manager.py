@@ -46,6 +46,7 @@ from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_
 from codewhale.subagents.state_log import FLUSH_DELAY_SECS, CoalescedWriter
 from codewhale.subagents.store import StateFileError, SubagentStore
 from codewhale.subagents.wait import (
+    WaitMode,
     WaitOutcome,
     parse_wait,
     wait_for,
@@ -401,11 +402,14 @@ class SubAgentManager:
             if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool):
                 timeout_ms = 30_000
             timeout_ms = min(max(timeout_ms, 1_000), 3_600_000)
+            # As agent_wait on one child: a steer from the user ends the block too.
+            inbox = (opener or self.root).inbox
             with self._waiting(opener):
-                try:
-                    await asyncio.wait_for(asyncio.shield(child.done.wait()), timeout_ms / 1000)
-                except TimeoutError:
-                    extra["timed_out"] = True
+                outcome = await wait_for([child], WaitMode.ANY, timeout_ms / 1000, inbox)
+            if outcome.timed_out:
+                extra["timed_out"] = True
+            if outcome.interrupted_by_user:
+                extra["interrupted_by_user"] = True
         return self.projection(child, **extra)
 
     async def wait(self, arguments: dict[str, Any], opener: Opener | None = None) -> dict[str, Any]:

@@ -282,3 +282,28 @@ def test_exec_opens_three_children_and_waits_for_all(llm, tmp_path):
     assert waited["finished"] == opened_ids(requests[1]) and waited["still_running"] == []
     assert [a["status"] for a in waited["agents"]] == ["completed"] * 3
     assert completions_in(requests[1]) == []
+
+
+async def test_a_steer_ends_a_blocking_agent_eval_too(llm, make_session):
+    session = make_session()
+    llm.route(for_task("slow job"), Reply(text=REPORT, request_delay=1.5))
+    block = {"name": "slow", "block": True, "timeout_ms": 60_000}
+    llm.route(
+        lambda body: not is_child(body),
+        Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "slow job", "name": "slow"})]),
+        Reply(tool_calls=[ToolCallSpec("agent_eval", block, id="block")]),
+        Reply(text="answered the user"),
+        Reply(text="and read the child"),
+    )
+    turn = asyncio.create_task(session.submit("delegate"))
+    while not any(
+        isinstance(e, events.ToolCallStarted) and e.name == "agent_eval" for e in session.seen
+    ):
+        await asyncio.sleep(0.01)
+    session.steer("stop waiting")
+    result = await turn
+    await session.close()
+    assert result.final_text == "and read the child"
+    blocked = json.loads(tool_result(parent_requests(llm)[2], "block"))
+    assert blocked["interrupted_by_user"] is True
+    assert blocked["terminal"] is False and "timed_out" not in blocked
