@@ -182,7 +182,7 @@ class Compactor:
             self._tokens, self._covered, self._quiet_until = offered, 0, 0
         messages = conversation.messages
         if self._covered < len(messages):
-            self._tokens += sum(estimate_tokens(m) for m in messages[self._covered :])
+            self._tokens += estimate_messages(messages, self._covered, conversation.known_sizes)
             self._covered = len(messages)
         return self._tokens
 
@@ -362,6 +362,20 @@ def encoded_size(value: Any) -> int:
 def estimate_tokens(value: Any) -> int:
     """The fallback estimate (no tokenizer: it would need a vocabulary download)."""
     return -(-encoded_size(value) // BYTES_PER_TOKEN)
+
+
+def estimate_messages(
+    messages: list[dict[str, Any]], start: int, known_sizes: list[int | None]
+) -> int:
+    """estimate_tokens of each of messages[start:], summed; a size in `known_sizes` (by
+    index) is taken as it is: a resumed session's 5,000 messages encoded cost 16 ms."""
+    total = 0
+    for index in range(start, len(messages)):
+        size = known_sizes[index] if index < len(known_sizes) else None
+        if size is None:
+            size = encoded_size(messages[index])
+        total += -(-size // BYTES_PER_TOKEN)
+    return total
 
 
 def _text(value: Any) -> str:

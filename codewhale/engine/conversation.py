@@ -34,6 +34,10 @@ class Conversation:
     recent_start: int = 0
     # Counts clear()s, so work begun on the conversation before one can tell.
     epoch: int = 0
+    # Sizes of the first messages as compact JSON in bytes, where known without encoding
+    # them (a resumed session's, from the file it was read from; None: not known). The
+    # first context estimate takes them instead of encoding every message.
+    known_sizes: list[int | None] = field(default_factory=list)
 
     def request_messages(self) -> list[dict[str, Any]]:
         """What the model is sent: the same dicts every time, so the same bytes."""
@@ -51,6 +55,7 @@ class Conversation:
     def clear(self) -> None:
         """Back to the system prompt alone."""
         del self.messages[1:]
+        del self.known_sizes[1:]
         self.summary, self.recent_start = None, 0
         self.epoch += 1
 

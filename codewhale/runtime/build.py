@@ -117,7 +117,8 @@ def open_runtime(
             workspace, mode, memory_file=memory, tools=settings.offer_tools
         )
         messages.append({"role": "system", "content": prompt})
-    conversation = Conversation(messages)
+    # A resumed session's message sizes come with it: the first estimate encodes none.
+    conversation = Conversation(messages, known_sizes=previous.sizes if previous else [])
     # A resumed session counts on from the totals it had (spent money stays spent).
     meter = UsageMeter.from_json(previous.meter) if previous is not None else UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)

@@ -11,10 +11,12 @@ when loading.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import secrets
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -55,6 +57,10 @@ class LoadedSession:
     warnings: list[str] = field(default_factory=list)
     # The last usage totals recorded (UsageMeter.to_json), or None.
     meter: dict[str, Any] | None = None
+    # Per message, its size as compact JSON in bytes (what the context estimate counts,
+    # engine/compaction.py encoded_size), taken from the line it was read from; None where
+    # the line cannot tell (a compaction's summary). The first estimate then encodes none.
+    sizes: list[int | None] = field(default_factory=list)
 
 
 class SessionError(Exception):
@@ -155,10 +161,11 @@ class SessionStore:
 
     def list(self, workspace: Path | None = None) -> list[SessionInfo]:
         """Sessions newest first, optionally only those of one workspace."""
+        only = None if workspace is None else str(workspace)
         sessions = []
         for path in self.root.glob("sess_*.jsonl"):
-            info = _read_info(path)
-            if info is not None and (workspace is None or info.workspace == str(workspace)):
+            info = _read_info(path, only)
+            if info is not None:
                 sessions.append(info)
         return sorted(sessions, key=lambda info: info.created_at, reverse=True)
 
@@ -169,27 +176,35 @@ class SessionStore:
     def info(self, session_id: str) -> SessionInfo:
         """The session's header and title, without parsing its messages; SessionError if
         there is no such session."""
-        path = self.root / f"{session_id}.jsonl"
-        if "/" in session_id or not path.is_file():
-            raise SessionError(f"no session '{session_id}' (see `codewhale sessions list`)")
+        path = self._path(session_id)
         info = _read_info(path)
         if info is None:
             raise SessionError(f"{path}: not a CodeWhale session file")
         return info
 
+    def _path(self, session_id: str) -> Path:
+        path = self.root / f"{session_id}.jsonl"
+        if "/" in session_id or not path.is_file():
+            raise SessionError(f"no session '{session_id}' (see `codewhale sessions list`)")
+        return path
+
     def load(self, session_id: str) -> LoadedSession:
-        info = self.info(session_id)
-        path = info.path
-        messages, warnings = [], []
+        path = self._path(session_id)
+        messages: list[dict[str, Any]] = []
+        sizes: list[int | None] = []
+        warnings: list[str] = []
         meter: dict[str, Any] | None = None
+        title = ""
         with path.open(encoding="utf-8", errors="replace") as handle:
             lines = handle.read().split("\n")
-        for number, line in enumerate(lines[1:], start=2):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
+        try:
+            header = json.loads(lines[0])
+        except ValueError:
+            header = None
+        if not _is_header(header):
+            raise SessionError(f"{path}: not a CodeWhale session file")
+        for number, line, record in _records(lines):
+            if record is None:
                 warnings.append(
                     f"{path}, line {number}: unreadable record skipped (likely a crash mid-write)"
                 )
@@ -198,14 +213,19 @@ class SessionStore:
                 continue
             if record.get("kind") == "message":
                 messages.append(record["message"])
+                sizes.append(_message_size(line, record))
+                title = title or _retitle(title, record)
             elif record.get("kind") == "clear":
-                del messages[1:]
+                del messages[1:], sizes[1:]
+                title = ""  # a cleared conversation is named by what came after
             elif record.get("kind") == "event" and _is_compaction(record.get("event")):
-                if not _compact(messages, record["event"]):
+                if _compact(messages, record["event"]):
+                    sizes[1 : len(sizes) - record["event"]["kept"]] = [None]  # the summary
+                else:
                     warnings.append(f"{path}, line {number}: unusable compaction record skipped")
             elif record.get("kind") == "meter" and isinstance(record.get("meter"), dict):
                 meter = record["meter"]
-        return LoadedSession(info, messages, warnings, meter)
+        return LoadedSession(_info(path, header, title), messages, warnings, meter, sizes)
 
     def open_for_append(self, loaded: LoadedSession) -> SessionWriter:
         writer = SessionWriter(loaded.info.path)
@@ -220,6 +240,70 @@ class SessionStore:
             writer.start_fresh_line()
         writer.skip_existing(len(loaded.messages))
         return writer
+
+
+def _records(lines: list[str]) -> Iterator[tuple[int, str, Any]]:
+    """(line number, line, its record or None if unreadable) for the lines after the header.
+
+    One parse of all of them as a JSON array (a long session's lines parsed one by one
+    cost a third more); line by line only when that fails, to find the torn line.
+    """
+    numbered = [(number, line) for number, line in enumerate(lines[1:], start=2) if line]
+    # Every object parsed lives on (the conversation): the collector, run by the
+    # allocations, would only walk them (and the whole heap) again and again meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        records = json.loads("[" + ",".join(line for _, line in numbered) + "]")
+    except ValueError:
+        records = None
+    finally:
+        if collecting:
+            gc.enable()
+    if records is not None and len(records) == len(numbered):
+        for (number, line), record in zip(numbered, records, strict=True):
+            yield number, line, record
+        return
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        try:
+            yield number, line, json.loads(line)
+        except ValueError:
+            yield number, line, None
+
+
+# A message's line as SessionWriter writes it: this, the message, "}".
+MESSAGE_LINE = '{"kind": "message", "message": '
+_NESTED = (dict, list)
+
+
+def _message_size(line: str, record: dict[str, Any]) -> int | None:
+    """The record's message as compact JSON, in bytes, from the line it was read from.
+
+    The line holds it with json.dumps' default separators (", " and ": "): one space
+    more per separator than the compact form, which the message's own structure counts.
+    """
+    if len(record) != 2 or not (line.startswith(MESSAGE_LINE) and line.endswith("}")):
+        return None  # not as SessionWriter writes it
+    size = len(line) if line.isascii() else len(line.encode("utf-8"))
+    size -= len(MESSAGE_LINE) + 1
+    message = record["message"]
+    return size - _separators(message) if isinstance(message, _NESTED) else size
+
+
+def _separators(value: dict[str, Any] | list[Any]) -> int:
+    """How many separators JSON puts in `value`: one per key, one between items."""
+    if isinstance(value, dict):
+        count = 2 * len(value) - 1 if value else 0
+        items: Iterable[Any] = value.values()
+    else:
+        count = len(value) - 1 if value else 0
+        items = value
+    for item in items:
+        if isinstance(item, _NESTED):
+            count += _separators(item)
+    return count
 
 
 def _is_compaction(event: Any) -> bool:
@@ -237,29 +321,46 @@ def _compact(messages: list[dict[str, Any]], event: dict[str, Any]) -> bool:
     return True
 
 
-def _read_info(path: Path) -> SessionInfo | None:
+def _read_info(path: Path, workspace: str | None = None) -> SessionInfo | None:
+    """The session's header and title; None if it is not a session file, or (`workspace`
+    given) another workspace's, whose lines are then not read."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             header = json.loads(handle.readline())
+            if not _is_header(header) or (
+                workspace is not None and str(header.get("workspace")) != workspace
+            ):
+                return None
             title = ""
             for line in handle:
                 if title and '"clear"' not in line:
                     continue  # only a clear marker can change the title now
                 try:
-                    record = json.loads(line)
+                    title = _retitle(title, json.loads(line))
                 except ValueError:
                     continue
-                message = record.get("message") or {}
-                if record.get("kind") == "clear":
-                    title = ""  # a cleared conversation is named by what came after
-                elif (
-                    not title and record.get("kind") == "message" and message.get("role") == "user"
-                ):
-                    title = str(message.get("content") or "")[:80]
     except (OSError, ValueError):
         return None
-    if not isinstance(header, dict) or header.get("kind") != "session":
-        return None
+    return _info(path, header, title)
+
+
+def _is_header(header: Any) -> bool:
+    return isinstance(header, dict) and header.get("kind") == "session"
+
+
+def _retitle(title: str, record: Any) -> str:
+    """The title after `record`: the first prompt since the last clear marker."""
+    if not isinstance(record, dict):
+        return title
+    if record.get("kind") == "clear":
+        return ""  # a cleared conversation is named by what came after
+    message = record.get("message")
+    if title or record.get("kind") != "message" or not isinstance(message, dict):
+        return title
+    return str(message.get("content") or "")[:80] if message.get("role") == "user" else title
+
+
+def _info(path: Path, header: dict[str, Any], title: str) -> SessionInfo:
     return SessionInfo(
         id=str(header.get("id")),
         path=path,

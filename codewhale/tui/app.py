@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,7 +25,6 @@ from textual.widgets import Footer, Static
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
 from codewhale.providers.local_model import limits
-from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.batches import Batches
 from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
 from codewhale.tui.composer import Composer
@@ -233,7 +232,10 @@ class CodeWhaleApp(App[None]):
             self.session_ready.set()
         # The answer cell (Textual's Markdown, markdown-it) is loaded now, in a thread, not
         # on the loop when the first answer starts to stream.
-        self.run_worker(asyncio.to_thread(import_module, "codewhale.tui.answer"), group="preload")
+        # A function, not a coroutine: one the app quits before starting is never awaited.
+        self.run_worker(
+            partial(import_module, "codewhale.tui.answer"), thread=True, group="preload"
+        )
         if opening is not None and opening != self._opening_status:
             # For the next start with this setup's receipt; after the held input, in a thread.
             await asyncio.to_thread(
@@ -639,6 +641,8 @@ class CodeWhaleApp(App[None]):
             request.resolve(decision or "deny")
             self._approval_open = False
             self._next_approval()
+
+        from codewhale.tui.approval import ApprovalScreen  # loaded on first use (cold start)
 
         self.push_screen(ApprovalScreen(request), answered)
 

@@ -21,7 +21,6 @@ never an input's value.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -37,8 +36,19 @@ from codewhale.permissions import Mode
 from codewhale.providers.local_model import limits, missing_local_runtime
 
 if TYPE_CHECKING:
+    from hashlib import sha256
+
     from codewhale.config import LoadedConfig
     from codewhale.runtime import Runtime
+else:
+    # Python's own SHA-256, the same digest: hashlib loads OpenSSL first, 2 ms of each start.
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # Python 3.12 on
+        except ImportError:  # a build without it
+            from hashlib import sha256
 
 RECEIPT_FILE = "launch-checks.json"
 # Workspaces and setups remembered at once; the oldest is dropped first.
@@ -139,7 +149,7 @@ def digest(
         "config files": files,
         "offline model": missing_local_runtime(),
     }
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+    return sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
 def _secret(name: str) -> bool:

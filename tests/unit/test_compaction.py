@@ -294,3 +294,81 @@ def compacted(summary: dict[str, Any], *, kept: int) -> dict[str, Any]:
         summary=summary,
     )
     return event.to_dict()
+
+
+# -- a resumed session's first estimate ----------------------------------------------------
+
+# What a message may hold: JSON values, text beyond ASCII and characters JSON escapes.
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.lists(st.dictionaries(st.text(), JSON_VALUES, max_size=5), max_size=6))
+def test_a_loaded_sessions_message_sizes_are_what_the_estimate_would_encode(
+    tmp_path_factory, bodies
+):
+    store = SessionStore(tmp_path_factory.mktemp("data"))
+    info, writer = store.create(store.root, "m")
+    messages = [{"role": "system", "content": "s"}, *bodies]
+    writer.record_messages(messages)
+    writer.close()
+    loaded = store.load(info.id)
+    assert loaded.messages == messages
+    assert loaded.sizes == [encoded_size(m) for m in messages]
+
+
+def test_sizes_follow_clears_and_compactions_and_survive_a_torn_line(tmp_path):
+    store = SessionStore(tmp_path)
+    info, writer = store.create(tmp_path, "m")
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "gone"}]
+    writer.record_messages(messages)
+    writer.record_clear()
+    del messages[1:]
+    messages += [{"role": "user", "content": f"m{i} ünïcode"} for i in range(5)]
+    writer.record_messages(messages)
+    summary = {"role": "user", "content": "[Summary of the earlier conversation.]"}
+    writer.record_event(compacted(summary, kept=2))
+    writer.close()
+    with info.path.open("a", encoding="utf-8") as handle:
+        handle.write('{"kind": "message", "message": {"role": "assis')  # torn by a crash
+    before = store.load(info.id)
+    writer = store.open_for_append(before)
+    later = {"role": "assistant", "content": "after the crash"}
+    writer.record_messages([*before.messages, later])  # appends only what is new
+    writer.close()
+    loaded = store.load(info.id)
+    assert loaded.messages == [messages[0], summary, *messages[-2:], later]
+    assert len(loaded.warnings) == 1 and "unreadable record skipped" in loaded.warnings[0]
+    known = [encoded_size(m) for m in loaded.messages]
+    assert loaded.sizes == [known[0], None, *known[2:]]  # the summary is not a message line
+
+
+def test_a_resumed_conversation_is_estimated_as_if_every_message_were_encoded(compactor, tmp_path):
+    store = SessionStore(tmp_path)
+    info, writer = store.create(tmp_path, "m")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s" * 300}]
+    for i in range(40):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        messages += [
+            {"role": "user", "content": f"step {i}: résumé"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "ok\n" * i},
+        ]
+    writer.record_messages(messages)
+    writer.close()
+    loaded = store.load(info.id)
+    tools = [{"type": "function", "function": {"name": "t"}}]
+    resumed = Conversation(loaded.messages, known_sizes=loaded.sizes)
+
+    def fresh(messages: list[dict[str, Any]]) -> int:
+        return Compactor(compactor.client, compactor.policy).size(Conversation(messages), tools)
+
+    assert compactor.size(resumed, tools) == fresh(list(messages))
+    # After a clear the sizes read with the file stand for nothing any more.
+    resumed.clear()
+    resumed.messages.append({"role": "user", "content": "x" * 3_000})
+    assert resumed.known_sizes == loaded.sizes[:1]
+    assert compactor.size(resumed, tools) == fresh([messages[0], resumed.messages[1]])

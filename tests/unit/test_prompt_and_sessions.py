@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from codewhale.engine.prompt import build_system_prompt
 from codewhale.permissions import Mode
-from codewhale.sessions.store import SessionStore
+from codewhale.sessions.store import SessionError, SessionStore
 
 
 def test_prompt_includes_agents_md_from_repo_root_down_memory_and_mode(tmp_path):
@@ -54,3 +56,36 @@ def test_sessions_list_shows_this_workspace_newest_first(tmp_path, isolated_home
     assert result.returncode == 0
     assert first.id in result.stdout and "hi" in result.stdout
     assert other.id not in result.stdout
+
+
+def test_a_loaded_session_is_titled_as_listed_by_its_prompt_after_the_last_clear(tmp_path):
+    store = SessionStore(tmp_path / "data")
+    workspace = tmp_path / "ws"
+    info, writer = store.create(workspace, "m")
+    system = {"role": "system", "content": "s"}
+    writer.record_messages([system, {"role": "user", "content": "before the clear"}])
+    writer.record_clear()
+    writer.record_messages([system, {"role": "user", "content": "after the clear " * 10}])
+    writer.record_messages([system, {"role": "user", "content": "after"}, {"role": "user"}])
+    writer.close()
+    elsewhere, writer = store.create(tmp_path, "m")
+    writer.record_messages([system, {"role": "user", "content": "another workspace"}])
+    writer.close()
+    (listed,) = store.list(workspace)
+    loaded = store.load(info.id)
+    assert loaded.info == listed == store.info(info.id) == store.latest(workspace)
+    assert listed.title == ("after the clear " * 10)[:80]
+    assert store.latest(tmp_path) == store.load(elsewhere.id).info
+    assert {i.id for i in store.list()} == {info.id, elsewhere.id}
+
+
+def test_a_file_without_a_session_header_is_refused(tmp_path):
+    store = SessionStore(tmp_path / "data")
+    store.root.mkdir(parents=True)
+    (store.root / "sess_x.jsonl").write_text('{"kind": "message", "message": {}}\n')
+    for read in (store.info, store.load):
+        with pytest.raises(SessionError, match="not a CodeWhale session file"):
+            read("sess_x")
+    with pytest.raises(SessionError, match="no session 'sess_y'"):
+        store.load("sess_y")
+    assert store.list() == []

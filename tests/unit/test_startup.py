@@ -4,6 +4,7 @@ app's first frame imports only Textual and the widgets on it."""
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 from codewhale import __version__
 from codewhale.paths import user_dirs
 from codewhale.permissions import Mode
-from codewhale.tui.launch import check
+from codewhale.tui.launch import check, launch_tui
 from codewhale.tui.launch_receipt import (
     RECEIPT_FILE,
     Appearance,
@@ -100,9 +101,10 @@ asyncio.run(app.run_async(headless=True, size=(120, 40), auto_pilot=opened))
 
 # Loaded only once the session opens, after the first frame, each for a reason: the
 # config models (pydantic; the config is read with the session), the provider client
-# (httpx), agent definitions (YAML), the engine's loop, the session's assembly and the
-# sub-agent manager. The engine's event dataclasses do load (the transcript matches on
-# them), so `codewhale.engine` itself is allowed and `codewhale.engine.loop` is not.
+# (httpx), agent definitions (YAML), the engine, the session's assembly and the
+# sub-agent manager. The events a front end consumes (engine and sub-agent events, agent
+# snapshots with their records) come with the session too: the widgets of the first
+# frame name them for typing only, and the app reads them when the first event arrives.
 AFTER_FIRST_FRAME = [
     "pydantic",
     "codewhale.config",
@@ -111,7 +113,14 @@ AFTER_FIRST_FRAME = [
     "codewhale.providers.client",
     "yaml",
     "codewhale.subagents.definitions",
+    "codewhale.engine",
     "codewhale.engine.loop",
+    "codewhale.engine.events",
+    "codewhale.engine.compaction",
+    "codewhale.runtime.events",
+    "codewhale.subagents.events",
+    "codewhale.subagents.records",
+    "codewhale.subagents.worktree",
     "codewhale.runtime.build",
     "codewhale.runtime.runtime",
     "codewhale.subagents.manager",
@@ -120,7 +129,8 @@ AFTER_FIRST_FRAME = [
 ]
 # Loaded with the first cell that shows them: an answer (Textual's Markdown widget and
 # markdown-it, tui/answer.py), a diff opened or an approval's preview (rich.syntax and
-# pygments), the history of a resumed session.
+# pygments), the history of a resumed session, the approval dialog, the first sub-agent
+# row (its role's colour).
 ON_FIRST_USE = [
     "codewhale.tui.answer",
     "textual.widgets._markdown",
@@ -128,7 +138,12 @@ ON_FIRST_USE = [
     "rich.syntax",
     "pygments",
     "codewhale.tui.history",
+    "codewhale.tui.approval",
+    "codewhale.subagents.roles",
 ]
+# Not needed at all: the launch receipt's digest is Python's own SHA-256, not hashlib's,
+# which loads OpenSSL first (2 ms).
+NEVER = ["hashlib"]
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +169,7 @@ def test_the_first_frame_is_the_whole_layout_before_the_session(first_start):
     assert not frame["runtime"]
 
 
-@pytest.mark.parametrize("module", AFTER_FIRST_FRAME + ON_FIRST_USE)
+@pytest.mark.parametrize("module", AFTER_FIRST_FRAME + ON_FIRST_USE + NEVER)
 def test_the_first_frame_does_not_import(first_start, module):
     assert module not in first_start["first_frame"]["modules"]
 
@@ -258,6 +273,24 @@ def test_an_unknown_session_is_refused_on_a_receipt_too(keyed_setup):
     workspace, _ = keyed_setup
     check(launch_args(workspace))
     assert "no session 'sess_nope'" in check(launch_args(workspace, resume="sess_nope"))
+
+
+def test_the_launch_pauses_the_collector_only_while_the_app_loads(keyed_setup, monkeypatch):
+    workspace, config = keyed_setup
+    from codewhale.tui.app import CodeWhaleApp
+
+    collecting: list[bool] = []
+    monkeypatch.setattr(CodeWhaleApp, "run", lambda self: collecting.append(gc.isenabled()))
+    monkeypatch.setattr("codewhale.tui.launch.attached_to_terminal", lambda: True)
+    try:
+        assert launch_tui(launch_args(workspace)) == 0
+        assert collecting == [True]  # on again by the time the app runs
+        config.write_text("[network]\nmax_retries = 'many'\n")
+        assert launch_tui(launch_args(workspace)) == 2  # refused: still on
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()  # what launch_tui froze goes back into this test process's collection
 
 
 SECOND_START = """
