@@ -177,6 +177,10 @@ def first_paint(root: Path) -> None:
     target(
         f"first frame with {SERVERS} MCP servers / none", three["frame"] / none["frame"], "≤", 1.1
     )
+    # Typing held until the session opens must not wait for the servers either.
+    target(
+        f"session open with {SERVERS} MCP servers / none", three["open"] / none["open"], "≤", 1.1
+    )
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -182,6 +183,10 @@ class McpHub:
         which servers are not usable, one line each."""
         if not self._servers:
             return []
+        if not self._started:
+            # The SDK (and anyio, pydantic models of the protocol) takes ~150 ms to import:
+            # in a thread, so the event loop (the app's held input) does not wait on it.
+            await asyncio.to_thread(import_module, "codewhale.mcp.connection")
         self.start()
         await asyncio.gather(
             *(s.settled(self.startup_timeout) for s in self._servers.values() if s.state in PENDING)
