@@ -47,6 +47,20 @@ def first_offline_launch() -> bool:
     return True
 
 
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot be an API key, or None. Catches text meant for the composer (a
+    slash command, a sentence) typed into the dialog's masked field, not every bad key."""
+    if len(key) < 8:
+        return "is too short"
+    if any(char.isspace() for char in key):
+        return "has spaces in it"
+    if key.startswith("/"):
+        return "starts with '/', like a command"
+    if not key.isascii() or not key.isprintable():
+        return "has characters an API key does not have"
+    return None
+
+
 def installed_local_providers() -> list[str]:
     return [name for name, program in LOCAL_SERVERS.items() if shutil.which(program)]
 
@@ -123,6 +137,15 @@ class OnboardingScreen(ModalScreen[bool]):
         key = key.strip()
         if not key:
             self.notify("Paste a key first", severity="warning")
+            return
+        if problem := key_problem(key):
+            # Nothing is saved: the field is masked, so say what was typed into it.
+            self.query_one("#key", Input).value = ""
+            self.notify(
+                f"That does not look like an API key: it {problem}. Paste the key from "
+                "your provider's console, or press Esc to go on without one.",
+                severity="warning",
+            )
             return
         save_user_settings(self.loaded, api_key=key)
         self.notify(f"Saved to {self.loaded.user_file}.")

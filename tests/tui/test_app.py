@@ -419,6 +419,23 @@ async def test_typing_a_slash_or_at_shows_completions(make_app, workspace):
         await app.action_quit()
 
 
+async def test_a_command_typed_into_the_key_field_is_not_saved_as_a_key(workspace, isolated_home):
+    app = CodeWhaleApp(load_config(workspace=workspace), workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, OnboardingScreen))
+        await pilot.press(*"/mcp", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, OnboardingScreen)
+        assert app.screen.query_one("#key").value == ""
+        notes = [n.message for n in app._notifications]
+        assert any("does not look like an API key: it is too short" in n for n in notes)
+        await pilot.press(*"/compact now", "enter")
+        await pilot.pause()
+        assert any("has spaces in it" in n.message for n in app._notifications)
+        assert not (isolated_home / "config" / "config.toml").exists()
+        await app.action_quit()
+
+
 async def test_offline_onboarding_takes_a_key_without_a_click_and_esc_continues(workspace):
     """Nothing configured: the dialog is over the offline model, ready for a paste."""
     app = CodeWhaleApp(load_config(workspace=workspace), workspace)
