@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -14,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from codewhale.sanitize import clean_text
+from codewhale.tui.armed import ArmedKeys
 from codewhale.tui.diff_view import diff_renderable, looks_like_diff
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 KEYS = "y approve once · a always this session · n / Esc deny · ↑ ↓ scroll"
 
 
-class ApprovalScreen(ModalScreen[str]):
+class ApprovalScreen(ArmedKeys, ModalScreen[str]):
     """Dismissed with 'approve', 'approve_always' or 'deny'."""
 
     DEFAULT_CSS = """
@@ -44,14 +44,10 @@ class ApprovalScreen(ModalScreen[str]):
         Binding("n,escape", "answer('deny')", "Deny"),
     ]
 
-    # Keys typed in the composer just before the dialog opened must not answer it: a "y"
-    # or "a" mid-sentence would approve a command unseen. Buttons still answer at once.
-    ARM_SECS = 0.4
-
     def __init__(self, request: events.ApprovalRequested) -> None:
         super().__init__()
         self.request = request
-        self.armed_at = time.monotonic() + self.ARM_SECS
+        self.arm()
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -86,7 +82,7 @@ class ApprovalScreen(ModalScreen[str]):
         self.dismiss(event.button.id)
 
     def action_answer(self, answer: str) -> None:
-        if time.monotonic() < self.armed_at:
+        if not self.armed():
             return  # typed before the dialog could be read
         self.dismiss(answer)
 

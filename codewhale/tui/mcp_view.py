@@ -14,6 +14,7 @@ from textual.widgets import Button, Static
 
 from codewhale.mcp.listing import format_statuses
 from codewhale.sanitize import clean_text
+from codewhale.tui.armed import ArmedKeys
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from codewhale.tui.app import CodeWhaleApp
 
 
-class McpTrustScreen(ModalScreen[bool]):
+class McpTrustScreen(ArmedKeys, ModalScreen[bool]):
     """Dismissed with True to trust (and start) the project's servers, False to leave them."""
 
     DEFAULT_CSS = """
@@ -53,6 +54,8 @@ class McpTrustScreen(ModalScreen[bool]):
     def __init__(self, specs: list[ServerSpec]) -> None:
         super().__init__()
         self.specs = specs
+        # It opens as the session does, often while you are typing: a "t" is not a yes.
+        self.arm()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="mcp-trust"):
@@ -79,7 +82,8 @@ class McpTrustScreen(ModalScreen[bool]):
         self.dismiss(event.button.id == "mcp-trust-yes")
 
     def action_answer(self, trusted: bool) -> None:
-        self.dismiss(trusted)
+        if self.armed():
+            self.dismiss(trusted)
 
 
 def start_servers(app: CodeWhaleApp, runtime: Runtime) -> Worker[None]:

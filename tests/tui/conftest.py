@@ -9,7 +9,7 @@ import pytest
 
 from codewhale.config import load_config
 from codewhale.tui.app import CodeWhaleApp
-from codewhale.tui.approval import ApprovalScreen
+from codewhale.tui.armed import ArmedKeys
 from tests.support.settings import TEST_KEY
 
 REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
@@ -20,9 +20,9 @@ def is_child(body) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def approval_keys_at_once(monkeypatch):
+def dialog_keys_at_once(monkeypatch):
     """Pilot presses keys as soon as a dialog exists; the typing guard has its own test."""
-    monkeypatch.setattr(ApprovalScreen, "ARM_SECS", 0.0)
+    monkeypatch.setattr(ArmedKeys, "ARM_SECS", 0.0)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,27 @@ async def test_a_project_mcp_json_starts_only_once_trusted(make_app, workspace, 
         await wait_for(pilot, lambda: state_of(second, "fromrepo") is ServerState.READY, timeout=30)
         assert not isinstance(second.screen, McpTrustScreen)
         await second.action_quit()
+
+
+async def test_a_t_typed_as_the_trust_dialog_opens_does_not_trust(
+    make_app, workspace, isolated_home
+):
+    project_file(workspace, "fromrepo")
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, McpTrustScreen), timeout=20)
+        dialog = app.screen
+        # As if it had just opened under a sentence being typed ("the t…", "no…").
+        dialog.armed_at = time.monotonic() + 60
+        await pilot.press("t", "n")
+        await pilot.pause(0.05)
+        assert app.screen is dialog
+        assert state_of(app, "fromrepo") is ServerState.UNTRUSTED
+        assert not (isolated_home / "state" / "mcp-trust.json").exists()
+        dialog.armed_at = time.monotonic()
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, McpTrustScreen))
+        await app.action_quit()
 
 
 @pytest.fixture
