@@ -7,6 +7,8 @@ once the session is open, never before the first frame (tests/unit/test_startup.
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
@@ -16,13 +18,42 @@ from codewhale.sanitize import clean_text
 class AssistantMessage(Markdown):
     """Streams with MarkdownStream instead of re-rendering the document per delta.
 
-    Built with `text` (a replayed answer) it never streams, so it starts no stream task.
+    Built with `text` (a replayed answer) it never streams, so it starts no stream task,
+    and its blocks are built as it is composed: they mount with the cell, in the batch
+    that mounts it, not in a second mount (and layout) after a parse in a thread.
     """
 
     def __init__(self, text: str = "") -> None:
         super().__init__(clean_text(text))
         self.stream: MarkdownStream | None = None
         self.answer = text
+        self._composed: str | None = None  # the source the composed blocks show
+
+    def compose(self) -> ComposeResult:
+        source = self._initial_markdown
+        if source:
+            self._composed = source
+            yield from self._build_from_source(source)
+
+    def update(self, markdown: str) -> AwaitComplete:
+        composed, self._composed = self._composed, None
+        if composed is None or markdown != composed:
+            return super().update(markdown)
+        # Markdown's mount shows its source: here, what compose built already.
+        return AwaitComplete(self._composed_update(markdown))
+
+    async def _composed_update(self, markdown: str) -> None:
+        """What Markdown.update leaves behind, but the blocks, which are there. (Textual's
+        Markdown internals as of 8.x; tests/tui/test_answer.py compares the result with
+        Textual's own rendering.)"""
+        self._theme = self.app.theme
+        self._markdown = markdown
+        self._table_of_contents = None
+        lines = markdown.splitlines()
+        self._last_parsed_line = len(lines) - (1 if lines and lines[-1] else 0)
+        self.post_message(
+            Markdown.TableOfContentsUpdated(self, self.table_of_contents).set_sender(self)
+        )
 
     async def add_fragment(self, fragment: str) -> None:
         # Not `append`: MarkdownStream calls Markdown.append to render.

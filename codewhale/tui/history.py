@@ -8,7 +8,6 @@ patch, a new file's content) and otherwise left out.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -283,6 +282,8 @@ def diff_of(name: str, arguments: Mapping[str, Any], result: str) -> str | None:
         # A new file: its whole content was added. (An overwrite's old text is not kept.)
         path, content = arguments.get("path"), arguments.get("content")
         if isinstance(path, str) and isinstance(content, str):
+            import difflib  # here: only a new file's diff needs it, not every resume
+
             lines = difflib.unified_diff(
                 [], content.splitlines(keepends=True), fromfile="/dev/null", tofile=f"b/{path}"
             )
