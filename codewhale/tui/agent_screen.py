@@ -8,8 +8,9 @@ conversation uses. Lifecycle changes arrive from the app as mailbox envelopes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property, partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -23,6 +24,7 @@ from textual.widgets import Button, Footer, Input, Static
 from codewhale.runtime import Runtime, RuntimeRequestError, events
 from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
+from codewhale.tui.batches import Batches
 from codewhale.tui.history import Backlog, child_conversation
 from codewhale.tui.transcript import Transcript, agent_heading
 
@@ -69,6 +71,8 @@ class AgentScreen(Screen[None]):
         # history): their cells in this transcript follow their envelopes.
         self._children: set[str] = set()
         self._header = ""
+        # The child's answer deltas waiting, in order, as the last item of `_updates`.
+        self._deltas: list[str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="agent-header", markup=False)
@@ -92,8 +96,9 @@ class AgentScreen(Screen[None]):
     def runtime(self) -> Runtime | None:
         return getattr(self.app, "runtime", None)
 
-    @property
+    @cached_property
     def transcript(self) -> Transcript:
+        # Reached for every sub-agent's event while the screen is open: looked up once.
         return self.query_one(Transcript)
 
     async def on_mount(self) -> None:
@@ -131,33 +136,73 @@ class AgentScreen(Screen[None]):
         """Called inside the child's engine: hand the event to this screen's queue, no more."""
         self.post_message(ChildEngineEvent(event))
 
-    async def on_child_engine_event(self, message: ChildEngineEvent) -> None:
+    @cached_property
+    def _updates(self) -> Batches[Callable[[], Awaitable[None]]]:
+        """What the child does, shown a frame's worth at a time (`tui/batches.py`), in the
+        order it came: a streaming child sends a delta every few milliseconds, and drawing
+        each (a markdown block parsed, the screen laid out) was most of this screen's work.
+        """
+        return Batches(self.app, lambda update: update(), ready=lambda: self.is_attached)
+
+    def on_child_engine_event(self, message: ChildEngineEvent) -> None:
+        event = message.event
         # The lifecycle envelope says how the child's run ended; the parent's wording
         # ("turn cancelled; sub-agents keep running") does not fit a child.
-        if not isinstance(message.event, events.TurnComplete):
-            await self.transcript.apply(message.event)
+        if isinstance(event, events.TurnComplete):
+            return
+        if isinstance(event, events.AssistantDelta):
+            if self._deltas is None:  # else the waiting ones are the last in the queue
+                self._deltas = []
+                self._updates.add(partial(self._show_deltas, self._deltas))
+            self._deltas.append(event.text)
+            return
+        self._queue(partial(self.transcript.apply, event))
+
+    async def _show_deltas(self, deltas: list[str]) -> None:
+        """The answer's deltas that came since the last frame, drawn as one: the answer's
+        markdown is parsed and laid out once a frame, not once a delta."""
+        if self._deltas is deltas:  # the deltas still to come go after these
+            self._deltas = None
+        await self.transcript.apply(events.AssistantDelta(text="".join(deltas)))
+
+    def _queue(self, update: Callable[[], Awaitable[None]]) -> None:
+        self._deltas = None  # a later delta goes after this
+        self._updates.add(update)
 
     async def agent_envelope(self, envelope: dict[str, Any]) -> None:
-        """A mailbox event of any agent; this screen's child and its own children matter."""
-        agent_id, kind = envelope["agent_id"], envelope["kind"]
+        """A mailbox event of any agent; this screen's child and its own children matter.
+
+        The header and the actions follow at once; what the transcript says of it is shown
+        in turn with the child's engine events (`_updates`), so that its end comes after
+        the last of its output."""
+        agent_id = envelope["agent_id"]
         if agent_id == self.agent_id:
-            if kind == "child_spawned":
+            if envelope["kind"] == "child_spawned":
                 self._children.add(envelope["child_agent_id"])
-            detail = str(envelope.get("message") or "")
-            if kind in TERMINAL:
-                shown = f"{kind}: {detail}" if detail and detail != kind else kind
-                await self.transcript.notice(shown, "error" if kind == "failed" else "info")
-            elif kind == "queued" and detail:
-                await self.transcript.notice(detail)
+            if envelope["kind"] in TERMINAL or envelope["kind"] == "queued":
+                self._queue(partial(self._say, envelope))
             self.show_state()
-        elif (
-            agent_id in self._children or self.transcript.has_agent(agent_id)
-        ) and self.runtime is not None:
-            snapshot = self.runtime.manager.snapshot_of(agent_id)
-            if snapshot is not None:
-                title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
-                detail = envelope.get("message", "") if kind != "completed" else ""
-                await self.transcript.agent_envelope(envelope, title, detail)
+        elif agent_id in self._children or self.transcript.has_agent(agent_id):
+            self._queue(partial(self._show_grandchild, envelope))
+
+    async def _say(self, envelope: dict[str, Any]) -> None:
+        """The child's end, or why it waits, as a notice."""
+        kind = envelope["kind"]
+        detail = str(envelope.get("message") or "")
+        if kind in TERMINAL:
+            shown = f"{kind}: {detail}" if detail and detail != kind else kind
+            await self.transcript.notice(shown, "error" if kind == "failed" else "info")
+        elif kind == "queued" and detail:
+            await self.transcript.notice(detail)
+
+    async def _show_grandchild(self, envelope: dict[str, Any]) -> None:
+        """A child of this one, in its cell in this transcript."""
+        agent_id, kind = envelope["agent_id"], envelope["kind"]
+        snapshot = self.runtime.manager.snapshot_of(agent_id) if self.runtime else None
+        if snapshot is not None:
+            title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
+            detail = envelope.get("message", "") if kind != "completed" else ""
+            await self.transcript.agent_envelope(envelope, title, detail)
 
     def show_state(self) -> None:
         """The header, and only the actions that apply to the child as it is now."""

@@ -338,7 +338,15 @@ class CodeWhaleApp(App[None]):
         def agents() -> dict:
             return {s.agent_id: s for s in runtime.agents()} if runtime is not None else {}
 
-        await self.transcript.show_history(Backlog(messages, agents), above)
+        backlog = Backlog(messages, agents)
+        # One layout and paint for the whole batch (answers build their blocks as they mount).
+        with self.batch_update():
+            await self.transcript.show_history(backlog, above)
+            if not backlog.exhausted:
+                # More above, so it scrolls: laid out beside its scrollbar and at its end at
+                # once, not a second time when that is found out (the transcript corrects both).
+                self.transcript.show_vertical_scrollbar = True
+                self.transcript.anchor()
 
     async def resume_session(self, session_id: str) -> None:
         await self.transcript.reset()

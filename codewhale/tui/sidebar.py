@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from rich.cells import cell_len
 from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from codewhale.sanitize import clean_text
@@ -197,6 +199,15 @@ def in_order(rows: list[AgentRow], place: dict[AgentRow, int]) -> set[AgentRow]:
     return kept
 
 
+def laid_out_size(widget: Widget) -> Size:
+    """`widget.content_size` as of the last layout, without asking the compositor where
+    the widget is: for a widget out of view (most sub-agent cells, with 20 children) that
+    question mapped the whole screen again, once per frame in which one was updated."""
+    width, height = widget.outer_size
+    gutter = widget.styles.gutter
+    return Size(max(width - gutter.width, 0), max(height - gutter.height, 0))
+
+
 class AgentRow(Static, can_focus=True):
     """One child; click or Enter opens its agent screen."""
 
@@ -254,7 +265,7 @@ class AgentRow(Static, can_focus=True):
         tooltip = row_tooltip(self.snapshot, elapsed)
         if tooltip != self.tooltip:
             self.tooltip = tooltip
-        width = self.content_size.width or ROW_WIDTH
+        width = laid_out_size(self).width or ROW_WIDTH  # 0: not laid out yet
         text = row_text(self.snapshot, elapsed, width)
         # Most events change nothing the row shows (a child's stream moves on, its counts
         # change at the end of a step): only a changed row is drawn again. Two lines

@@ -17,7 +17,7 @@ from textual.widgets import Collapsible, Static
 
 from codewhale.sanitize import clean_text
 from codewhale.tui.diff_view import DiffView, looks_like_diff
-from codewhale.tui.sidebar import AgentRow
+from codewhale.tui.sidebar import AgentRow, laid_out_size
 from codewhale.tui.status import Coalescer
 
 if TYPE_CHECKING:
@@ -198,7 +198,8 @@ class AgentCell(Static, can_focus=True):
         lines = [line for line in self.tail.splitlines() if line.strip()][-PREVIEW_LINES:]
         # The end of a long line is what the child is writing now, so that end is kept,
         # as much of it as fits on one row once the cell is laid out.
-        width = self.content_size.width
+        size = laid_out_size(self)
+        width = size.width
         keep = min(PREVIEW_WIDTH, width - len("  │ …")) if width else PREVIEW_WIDTH
         shown = [line if cell_len(line) <= keep else "…" + line_end(line, keep) for line in lines]
         if not self._settled:
@@ -209,11 +210,10 @@ class AgentCell(Static, can_focus=True):
         # A layout of the screen per update cost more than drawing, with 20 children
         # streaming; rows of one line and a preview that does not shrink keep the height,
         # which is measured only when the rows or the footer changed.
-        drawn = (len(shown), self.footer, self.content_size)
+        drawn = (len(shown), self.footer, size)
         if drawn == self._drawn:
             return
         self._drawn = drawn
-        size = self.content_size
         if not size.width or self.get_content_height(size, size, size.width) != size.height:
             self.refresh(layout=True)
 

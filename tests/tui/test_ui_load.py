@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from textual.app import App
 
+from codewhale.permissions import Mode
 from codewhale.runtime import events
 from codewhale.subagents.events import (
     AgentFinished,
@@ -189,4 +190,61 @@ async def test_the_main_screen_catches_up_when_an_agent_screen_closes(llm, make_
         await wait_for(pilot, lambda: "✓" in str(row.render()))
         cell = app.query_one(AgentCell)
         await wait_for(pilot, lambda: "└ completed" in str(cell.render()))
+        await app.action_quit()
+
+
+async def test_an_agent_screen_draws_a_burst_of_deltas_together_and_in_order(
+    llm, make_app, workspace, monkeypatch
+):
+    from codewhale.tui.agent_screen import AgentScreen
+    from codewhale.tui.answer import AssistantMessage
+    from codewhale.tui.transcript import ToolCell
+
+    (workspace / "notes.txt").write_text("hello\n")
+    words = [f"w{number} " for number in range(40)]
+    llm.route(
+        is_child,
+        # Streamed after the screen is open: forty deltas, then a tool call, then more text.
+        Reply(
+            text=words,
+            tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})],
+            request_delay=1.0,
+        ),
+        Reply(text=["after ", "the read"]),
+        Reply(text=REPORT),
+    )
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "job"})]))
+    llm.respond = lambda body: Reply(text="noted")
+    fragments: list[str] = []
+    add_fragment = AssistantMessage.add_fragment
+
+    async def recording(self, fragment: str) -> None:
+        if isinstance(self.screen, AgentScreen):
+            fragments.append(fragment)
+        await add_fragment(self, fragment)
+
+    monkeypatch.setattr(AssistantMessage, "add_fragment", recording)
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.runtime.set_mode(Mode.YOLO)
+        await type_and_send(pilot, "delegate")
+        await wait_for(pilot, lambda: bool(app.query(AgentRow)))
+        await pilot.click(f"#{app.query_one(AgentRow).id}")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen))
+        screen = app.screen
+        header = screen.query_one("#agent-header")
+        await wait_for(pilot, lambda: "completed" in str(header.render()))
+        await wait_for(pilot, lambda: len(screen.query(AssistantMessage)) >= 3)
+        cells = [
+            cell
+            for cell in screen.query("#agent-transcript > *")
+            if isinstance(cell, AssistantMessage | ToolCell)
+        ]
+        # All of it, in order, the tool call between the two answers...
+        assert "".join(fragments).startswith("".join(words) + "after the read")
+        assert [type(cell) for cell in cells[:3]] == [AssistantMessage, ToolCell, AssistantMessage]
+        assert cells[0].source.strip() == "".join(words).strip()
+        assert cells[2].source == "after the read"
+        # ...and the burst drawn in fewer steps than it had deltas.
+        assert len(fragments) < len(words)
         await app.action_quit()
