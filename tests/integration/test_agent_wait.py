@@ -47,6 +47,16 @@ def completions_in(messages: list[dict]) -> list[str]:
     return [str(m["content"]) for m in messages if "subagent_completion" in str(m["content"])]
 
 
+async def steer_while_in(session, tool: str, text: str):
+    """Submit "delegate", steer with `text` once the parent has called `tool`, and return
+    the turn's result."""
+    turn = asyncio.create_task(session.submit("delegate"))
+    while not any(isinstance(e, events.ToolCallStarted) and e.name == tool for e in session.seen):
+        await asyncio.sleep(0.01)
+    session.steer(text)
+    return await turn
+
+
 async def test_mode_any_returns_the_shortest_and_the_others_report_as_usual(llm, make_session):
     session = make_session()
     route_children(llm)
@@ -147,13 +157,7 @@ async def test_a_steer_ends_the_wait_early_and_is_read_right_after(llm, make_ses
         Reply(text="answered the user"),
         Reply(text="and read the child"),
     )
-    turn = asyncio.create_task(session.submit("delegate"))
-    while not any(
-        isinstance(e, events.ToolCallStarted) and e.name == "agent_wait" for e in session.seen
-    ):
-        await asyncio.sleep(0.01)
-    session.steer("what is taking so long?")
-    result = await turn
+    result = await steer_while_in(session, "agent_wait", "what is taking so long?")
     (record,) = session.manager.records()
     await session.close()
     assert result.final_text == "and read the child"
@@ -295,13 +299,7 @@ async def test_a_steer_ends_a_blocking_agent_eval_too(llm, make_session):
         Reply(text="answered the user"),
         Reply(text="and read the child"),
     )
-    turn = asyncio.create_task(session.submit("delegate"))
-    while not any(
-        isinstance(e, events.ToolCallStarted) and e.name == "agent_eval" for e in session.seen
-    ):
-        await asyncio.sleep(0.01)
-    session.steer("stop waiting")
-    result = await turn
+    result = await steer_while_in(session, "agent_eval", "stop waiting")
     await session.close()
     assert result.final_text == "and read the child"
     blocked = json.loads(tool_result(parent_requests(llm)[2], "block"))

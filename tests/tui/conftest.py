@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from codewhale.config import load_config
+from codewhale.tui.agent_screen import AgentScreen
 from codewhale.tui.app import CodeWhaleApp
 from codewhale.tui.armed import ArmedKeys
+from codewhale.tui.sidebar import AgentRow
 from tests.support.settings import TEST_KEY
 
 REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
@@ -57,3 +59,13 @@ async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached")
         await pilot.pause(0.02)
+
+
+async def open_agent_screen(pilot, app) -> AgentScreen:
+    await wait_for(pilot, lambda: bool(app.query(AgentRow)))
+    await pilot.click(f"#{app.query_one(AgentRow).id}")
+    await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen))
+    screen = app.screen
+    assert isinstance(screen, AgentScreen)
+    await pilot.pause()
+    return screen

@@ -25,7 +25,7 @@ from codewhale.tui.transcript import (
 )
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
-from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
+from tests.tui.conftest import REPORT, is_child, open_agent_screen, type_and_send, wait_for
 
 FIXED = Path(tempfile.gettempdir()) / "codewhale-snapshot-agent-screen"
 
@@ -50,16 +50,6 @@ def shown_text(screen: AgentScreen) -> str:
             widget.source if isinstance(widget, AssistantMessage) else str(widget.render())
         )
     return "\n".join(parts)
-
-
-async def open_agent_screen(pilot, app) -> AgentScreen:
-    await wait_for(pilot, lambda: bool(app.query(AgentRow)))
-    await pilot.click(f"#{app.query_one(AgentRow).id}")
-    await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen))
-    screen = app.screen
-    assert isinstance(screen, AgentScreen)
-    await pilot.pause()
-    return screen
 
 
 def delegate(llm, prompt: str = "read the notes") -> None:

@@ -6,25 +6,14 @@ from textual.widgets import Button
 
 from codewhale.permissions import Mode
 from codewhale.tui.agent_screen import AgentScreen
-from codewhale.tui.sidebar import AgentRow
 from codewhale.tui.transcript import Notice
 from tests.support.git_repo import make_repo
 from tests.support.llm_server import Reply, ToolCallSpec
-from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
+from tests.tui.conftest import REPORT, is_child, open_agent_screen, type_and_send, wait_for
 
 
 def header(screen: AgentScreen) -> str:
     return str(screen.query_one("#agent-header").render())
-
-
-async def open_agent_screen(pilot, app) -> AgentScreen:
-    await wait_for(pilot, lambda: bool(app.query(AgentRow)))
-    await pilot.click(f"#{app.query_one(AgentRow).id}")
-    await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen))
-    screen = app.screen
-    assert isinstance(screen, AgentScreen)
-    await pilot.pause()
-    return screen
 
 
 def delegate(llm, isolation: str) -> None:
