@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -136,6 +137,16 @@ def load_config(
         workspace=workspace,
         offline_fallback=offline,
     )
+
+
+def load_for_command(workspace: Path, overrides: Mapping[str, Any]) -> LoadedConfig | None:
+    """The config a `codewhale <command>` runs with; None once the error is on stderr (the
+    command then exits 2)."""
+    try:
+        return load_config(workspace=workspace, overrides=overrides)
+    except ConfigError as error:
+        print(f"codewhale: config error: {error}", file=sys.stderr)
+        return None
 
 
 def _falls_back_to_offline_model(config: Config, origin: Mapping[str, Layer]) -> bool:

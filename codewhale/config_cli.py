@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codewhale.config import ConfigError, LoadedConfig, load_config, redact_secret
+from codewhale.config import LoadedConfig, load_for_command, redact_secret
 from codewhale.config_write import write_config_file
 from codewhale.mcp.specs import only_references, redact_url
 from codewhale.paths import user_config_file, user_dirs
@@ -31,10 +31,7 @@ def run_config_command(args: argparse.Namespace) -> int:
         return 2
     if action == "init":
         return _init(force=args.force)
-    try:
-        loaded = load_config(workspace=args.workspace_path, overrides=args.overrides)
-    except ConfigError as error:
-        print(f"codewhale: config error: {error}", file=sys.stderr)
+    if (loaded := load_for_command(args.workspace_path, args.overrides)) is None:
         return 2
     if action == "path":
         _print_paths(loaded)

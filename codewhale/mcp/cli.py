@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 
-from codewhale.config import ConfigError, load_config
+from codewhale.config import load_for_command
 from codewhale.mcp.hub import McpHub, ServerStatus, trust_file
 from codewhale.mcp.listing import format_statuses
 from codewhale.mcp.specs import project_specs
@@ -33,10 +33,7 @@ def run_mcp_command(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    try:
-        loaded = load_config(workspace=args.workspace_path, overrides=args.overrides)
-    except ConfigError as error:
-        print(f"codewhale: config error: {error}", file=sys.stderr)
+    if (loaded := load_for_command(args.workspace_path, args.overrides)) is None:
         return 2
     hub = McpHub.from_config(loaded.config.mcp, args.workspace_path, user_dirs())
 

@@ -93,7 +93,7 @@ def _describe(data: dict[str, Any]) -> str:
 
 def _types(args: argparse.Namespace) -> int:
     """Every agent type this workspace offers, as a session opened here would see them."""
-    from codewhale.config import ConfigError, load_config
+    from codewhale.config import load_for_command
     from codewhale.mcp.specs import load_specs
     from codewhale.paths import agent_definition_dirs
     from codewhale.subagents.catalog import AgentCatalog, format_entries
@@ -101,10 +101,7 @@ def _types(args: argparse.Namespace) -> int:
     from codewhale.subagents.roles import served_tools
     from codewhale.tools.registry import default_tools
 
-    try:
-        loaded = load_config(workspace=args.workspace_path, overrides=args.overrides)
-    except ConfigError as error:
-        print(f"codewhale: config error: {error}", file=sys.stderr)
+    if (loaded := load_for_command(args.workspace_path, args.overrides)) is None:
         return 2
     tools = default_tools(loaded.config.sandbox)
     # A definition may name MCP tools; the servers' names are enough to check them.
