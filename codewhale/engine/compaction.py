@@ -361,7 +361,12 @@ def encoded_size(value: Any) -> int:
 
 def estimate_tokens(value: Any) -> int:
     """The fallback estimate (no tokenizer: it would need a vocabulary download)."""
-    return -(-encoded_size(value) // BYTES_PER_TOKEN)
+    return tokens_for(encoded_size(value))
+
+
+def tokens_for(size: int) -> int:
+    """The estimate for `size` bytes of JSON."""
+    return -(-size // BYTES_PER_TOKEN)
 
 
 def estimate_messages(
@@ -374,7 +379,7 @@ def estimate_messages(
         size = known_sizes[index] if index < len(known_sizes) else None
         if size is None:
             size = encoded_size(messages[index])
-        total += -(-size // BYTES_PER_TOKEN)
+        total += tokens_for(size)
     return total
 
 

@@ -211,13 +211,12 @@ class SessionStore:
                 continue
             if not isinstance(record, dict):
                 continue
+            title = _retitle(title, record)
             if record.get("kind") == "message":
                 messages.append(record["message"])
                 sizes.append(_message_size(line, record))
-                title = title or _retitle(title, record)
             elif record.get("kind") == "clear":
                 del messages[1:], sizes[1:]
-                title = ""  # a cleared conversation is named by what came after
             elif record.get("kind") == "event" and _is_compaction(record.get("event")):
                 if _compact(messages, record["event"]):
                     sizes[1 : len(sizes) - record["event"]["kept"]] = [None]  # the summary
