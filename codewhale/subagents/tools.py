@@ -31,6 +31,14 @@ class _AgentTool(Tool):
     def reply(self, data: dict[str, Any]) -> ToolResult:
         return ToolResult(json.dumps(data, ensure_ascii=False, indent=2))
 
+    def summary(self, arguments: Mapping[str, Any]) -> str:
+        """The child the call is about (the tools that name none say their own)."""
+        return str(arguments.get("agent_id") or arguments.get("name") or "")
+
+    @staticmethod
+    def child_reference(arguments: Mapping[str, Any]) -> Any:
+        return arguments.get("agent_id") or arguments.get("name") or arguments.get("id")
+
 
 class AgentOpen(_AgentTool):
     name = "agent_open"
@@ -106,9 +114,6 @@ class AgentEval(_AgentTool):
         },
     }
 
-    def summary(self, arguments: Mapping[str, Any]) -> str:
-        return str(arguments.get("agent_id") or arguments.get("name") or "")
-
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
             return self.reply(await self.manager.evaluate(arguments, self.opener))
@@ -173,11 +178,8 @@ class AgentClose(_AgentTool):
         },
     }
 
-    def summary(self, arguments: Mapping[str, Any]) -> str:
-        return str(arguments.get("agent_id") or arguments.get("name") or "")
-
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        reference = arguments.get("agent_id") or arguments.get("name") or arguments.get("id")
+        reference = self.child_reference(arguments)
         keep = arguments.get("keep_worktree")
         try:
             return self.reply(await self.manager.close(reference, self.opener, keep))
@@ -200,11 +202,8 @@ class AgentApply(_AgentTool):
         "properties": {"agent_id": {"type": "string"}, "name": {"type": "string"}},
     }
 
-    def summary(self, arguments: Mapping[str, Any]) -> str:
-        return str(arguments.get("agent_id") or arguments.get("name") or "")
-
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        reference = arguments.get("agent_id") or arguments.get("name") or arguments.get("id")
+        reference = self.child_reference(arguments)
         try:
             reply = await self.manager.apply(reference, self.opener)
         except SpawnError as error:
