@@ -13,8 +13,7 @@ from codewhale.config_write import write_config_file
 from codewhale.mcp.specs import only_references, redact_url
 from codewhale.paths import user_config_file, user_dirs
 from codewhale.sandbox import describe, sandbox_status
-
-_SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie")
+from codewhale.secret_names import secret_name
 
 USAGE = """usage: codewhale config ACTION
 
@@ -50,7 +49,7 @@ def effective_values(loaded: LoadedConfig) -> dict[str, Any]:
     if values["api_key"]:
         values["api_key"] = redact_secret(values["api_key"])
     values["headers"] = {
-        name: redact_secret(value) if _is_secret_header(name) else value
+        name: redact_secret(value) if secret_name(name) else value
         for name, value in values["headers"].items()
     }
     for server in values["mcp"]["servers"].values():
@@ -69,11 +68,6 @@ def _redact_mcp_server(server: dict[str, Any]) -> None:
         }
     if server["url"]:
         server["url"] = redact_url(server["url"])
-
-
-def _is_secret_header(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in _SECRET_HEADER_WORDS)
 
 
 def _show_json(loaded: LoadedConfig) -> str:

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from codewhale.config_models import McpConfig, McpServerConfig, mcp_server_name_problem
+from codewhale.secret_names import secret_name
 
 PROJECT_FILE = ".mcp.json"
 CONFIG_SOURCE = "config"
@@ -27,7 +28,6 @@ CONFIG_SOURCE = "config"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Variables and headers whose values are scrubbed from a server's output and errors, by
 # words in their names. Not every value: PATH=/home/me would blank out every path.
-SECRET_NAME_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "cookie")
 # The words before a credential in an Authorization header: not secrets themselves.
 AUTH_SCHEMES = frozenset({"Bearer", "Basic", "Token", "Digest"})
 # Secret values shorter than this are not scrubbed: "1" would blank out every digit.
@@ -108,11 +108,6 @@ class ServerSpec:
                 sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
             ),
         )
-
-
-def secret_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in SECRET_NAME_WORDS)
 
 
 def expand(text: str, environ: Mapping[str, str]) -> str:

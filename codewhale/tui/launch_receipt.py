@@ -34,6 +34,7 @@ from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
 from codewhale.permissions import Mode
 from codewhale.providers.local_model import missing_local_runtime, status_limits
+from codewhale.secret_names import secret_name
 
 if TYPE_CHECKING:
     from hashlib import sha256
@@ -142,7 +143,7 @@ def digest(
         "workspace": str(workspace),
         "flags": sorted(overrides.items()),
         "env": sorted(
-            (name, "<set>" if _secret(name) and value else value)
+            (name, "<set>" if secret_name(name) and value else value)
             for name, value in env.items()
             if name not in SHELL_ONLY
         ),
@@ -150,11 +151,6 @@ def digest(
         "offline model": missing_local_runtime(),
     }
     return sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-
-
-def _secret(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"))
 
 
 def recall(key: str, state_dir: Path) -> Appearance | None:
