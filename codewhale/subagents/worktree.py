@@ -28,6 +28,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from codewhale.tools.walk import GIT_SAFETY_OPTIONS
+
 WORKTREES_DIR = "codewhale-worktrees"
 BRANCH_PREFIX = "codewhale/"
 # Sub-agent state lives in the work tree (`.codewhale/state`); it is never part of a snapshot.
@@ -245,7 +247,8 @@ def _run(
         raise WorktreeError(f"{cwd} does not exist (any more)")
     try:
         done = subprocess.run(
-            ["git", *args],
+            # The repository's config is not ours to trust: no core.fsmonitor command.
+            ["git", *GIT_SAFETY_OPTIONS, *args],
             cwd=cwd,
             input=stdin if stdin is not None else b"",
             capture_output=True,

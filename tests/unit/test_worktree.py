@@ -33,6 +33,23 @@ def made(repo: Path, directory: Path | None = None, nickname: str = "Moby") -> W
     return worktree.name_branch(prepared.tree, nickname)
 
 
+def test_the_repositorys_fsmonitor_hook_never_runs(repo, tmp_path):
+    # A repository's config is not trusted (as for the file walk): core.fsmonitor names a
+    # command git would run on reading the index.
+    marker = tmp_path / "hook-ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(hook))
+    (repo / "calc.py").write_text(CALC + "# edited\n")
+
+    tree = made(repo)
+    (Path(tree.path) / "calc.py").write_text(CALC.replace("a + b", "a * b"))
+    worktree.summarize(tree)
+
+    assert not marker.exists()
+
+
 def test_a_worktree_starts_from_head_plus_every_uncommitted_change(repo):
     (repo / "calc.py").write_text(CALC + "\n# edited, not staged\n")
     (repo / "pkg" / "m.py").write_text("staged = True\n")
