@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from codewhale.tools.walk import GIT_SAFETY_OPTIONS
+
 SECTIONS = ("summary", "changes", "evidence", "risks", "blockers")
 _HEADING = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?\**(SUMMARY|CHANGES|EVIDENCE|RISKS|BLOCKERS)\**[ \t]*:?\**[ \t]*",
@@ -53,7 +55,8 @@ def verify_claims(workspace: Path, report: dict[str, Any]) -> dict[str, Any]:
     claimed = claimed_files(report.get("changes", ""))
     try:
         result = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all"],
+            # The repository's config is not ours to trust: no core.fsmonitor command.
+            ["git", *GIT_SAFETY_OPTIONS, "status", "--porcelain", "--untracked-files=all"],
             cwd=workspace,
             capture_output=True,
             text=True,

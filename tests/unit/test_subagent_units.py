@@ -7,11 +7,12 @@ import json
 import pytest
 
 from codewhale.config_models import SubagentsConfig
-from codewhale.subagents.contract import claimed_files, parse_report
+from codewhale.subagents.contract import claimed_files, parse_report, verify_claims
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.roles import Role, role_prompt
 from codewhale.subagents.spawn import resolve_model
 from codewhale.subagents.store import StateFileError, SubagentStore, trim
+from tests.support.git_repo import git, make_repo
 
 
 @pytest.mark.parametrize("style", ["{}:", "### {}", "**{}:**", "## {}:"])
@@ -109,3 +110,18 @@ def test_other_schema_versions_are_refused_and_left_untouched(tmp_path):
     with pytest.raises(StateFileError, match="schema_version 2 is not supported"):
         store.load()
     assert store.state_file.read_text() == original
+
+
+def test_checking_a_childs_claims_never_runs_the_repositorys_fsmonitor_hook(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"calc.py": "x = 1\n"})
+    marker = tmp_path / "hook-ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(hook))
+    (repo / "calc.py").write_text("x = 2\n")
+
+    checked = verify_claims(repo, {"changes": "- calc.py: x is 2"})
+
+    assert checked == {"status": "self_report_only", "git_checked": True}
+    assert not marker.exists()
