@@ -283,8 +283,9 @@ class CodeWhaleApp(App[None]):
                 )
             except (RuntimeSetupError, ConfigError) as error:
                 return str(error)
-            # The status line's context use: its first look estimates every message (16 ms
-            # at 5,000), later ones only what is new. Here, not on the loop.
+            # The status line's context use: its first look estimates every message whose
+            # size the session file did not give (all of them, for a new session's
+            # prompt), later ones only what is new. Here, not on the loop.
             runtime.context_use()
             return runtime
 
