@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Static
@@ -29,8 +30,6 @@ from codewhale.tui.history import Backlog, child_conversation
 from codewhale.tui.transcript import Transcript, agent_heading
 
 TERMINAL = ("completed", "failed", "cancelled", "interrupted")
-# Buttons that act on a child that is still running (or queued to run).
-LIVE_ACTIONS = ("#agent-message", "#send", "#interrupt", "#cancel")
 
 
 @dataclass
@@ -53,6 +52,19 @@ def assignment_text(record: dict[str, Any]) -> Text:
     return text
 
 
+class MessageBox(Input):
+    """The message box: Textual's Input, without a screen layout per keystroke.
+
+    Input keeps its virtual width at its text's width, a reactive that lays out the whole
+    screen when it changes; only the box's own scrolling reads it, and the box keeps its
+    size. With children streaming, that was a layout of the agent screen per key typed.
+    """
+
+    def _watch_value(self, value: str) -> None:
+        self.set_reactive(Input.virtual_size, Size(self.content_width, 1))
+        super()._watch_value(value)
+
+
 class AgentScreen(Screen[None]):
     BINDINGS: ClassVar = [Binding("escape", "app.pop_screen", "Back")]
     DEFAULT_CSS = """
@@ -73,33 +85,34 @@ class AgentScreen(Screen[None]):
         self._header = ""
         # The child's answer deltas waiting, in order, as the last item of `_updates`.
         self._deltas: list[str] | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Static("", id="agent-header", markup=False)
-        yield Transcript(id="agent-transcript")
-        yield Input(
+        # Kept, not looked up: events still come while the app takes the screen down.
+        self._header_line = Static("", id="agent-header", markup=False)
+        self.transcript = Transcript(id="agent-transcript")
+        self._message_box = MessageBox(
             placeholder="Message this sub-agent (delivered at its next step)", id="agent-message"
         )
-        with Horizontal(id="agent-actions"):
-            yield Button("Send", id="send", variant="primary")
-            yield Button("Interrupt", id="interrupt", variant="warning")
-            yield Button("Cancel agent", id="cancel", variant="error")
-            yield Button("Continue", id="continue", variant="success")
+        self._buttons = {
+            "send": Button("Send", id="send", variant="primary"),
+            "interrupt": Button("Interrupt", id="interrupt", variant="warning"),
+            "cancel": Button("Cancel agent", id="cancel", variant="error"),
+            "continue": Button("Continue", id="continue", variant="success"),
             # Shown only for a child opened with isolation: worktree.
-            apply = Button("Apply", id="apply", variant="success")
-            apply.display = False
-            yield apply
-            yield Button("Back", id="back")
+            "apply": Button("Apply", id="apply", variant="success"),
+            "back": Button("Back", id="back"),
+        }
+        self._buttons["apply"].display = False
+
+    def compose(self) -> ComposeResult:
+        yield self._header_line
+        yield self.transcript
+        yield self._message_box
+        with Horizontal(id="agent-actions"):
+            yield from self._buttons.values()
         yield Footer()
 
     @property
     def runtime(self) -> Runtime | None:
         return getattr(self.app, "runtime", None)
-
-    @cached_property
-    def transcript(self) -> Transcript:
-        # Reached for every sub-agent's event while the screen is open: looked up once.
-        return self.query_one(Transcript)
 
     async def on_mount(self) -> None:
         runtime = self.runtime
@@ -202,7 +215,7 @@ class AgentScreen(Screen[None]):
         if snapshot is not None:
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
             detail = envelope.get("message", "") if kind != "completed" else ""
-            await self.transcript.agent_envelope(envelope, title, detail)
+            self.transcript.agent_envelope(envelope, title, detail)
 
     def show_state(self) -> None:
         """The header, and only the actions that apply to the child as it is now."""
@@ -211,24 +224,26 @@ class AgentScreen(Screen[None]):
         header = header_text(self.agent_id, snapshot)
         if header != self._header:  # progress events come many a second; most change nothing
             self._header = header
-            self.query_one("#agent-header", Static).update(header, layout=False)
+            self._header_line.update(header, layout=False)
         before = self.focused
         live = snapshot is not None and not snapshot.terminal
-        for selector in LIVE_ACTIONS:
-            self.query_one(selector).disabled = not live
-        self.query_one("#continue", Button).disabled = not (snapshot and snapshot.continuable)
-        apply = self.query_one("#apply", Button)
-        apply.display = bool(snapshot and snapshot.worktree)
-        apply.disabled = not (snapshot and snapshot.applicable)
+        buttons = self._buttons
+        for widget in (self._message_box, buttons["send"], buttons["interrupt"], buttons["cancel"]):
+            widget.disabled = not live
+        buttons["continue"].disabled = not (snapshot and snapshot.continuable)
+        buttons["apply"].display = bool(snapshot and snapshot.worktree)
+        buttons["apply"].disabled = not (snapshot and snapshot.applicable)
         # An action that no longer applies hands the focus to the first one that does.
         if before is None or before.disabled:
             self._focus_first_action()
 
     def _focus_first_action(self) -> None:
-        for selector in ("#agent-message", "#continue", "#apply", "#back"):
-            widget = self.query_one(selector)
+        buttons = self._buttons
+        for widget in (self._message_box, buttons["continue"], buttons["apply"], buttons["back"]):
             if not widget.disabled:
-                widget.focus()
+                # At once, not after the next refresh (Widget.focus): what has the focus
+                # goes with the state just shown.
+                self.set_focus(widget)
                 return
 
     # -- what the user does --------------------------------------------------------------
@@ -272,7 +287,7 @@ class AgentScreen(Screen[None]):
     async def _send(self, *, interrupt: bool) -> None:
         """The box's text as a message (`interrupt`: dropping the child's pending ones first)."""
         runtime = self.runtime
-        box = self.query_one("#agent-message", Input)
+        box = self._message_box
         text = box.value.strip()
         if runtime is None or not text:
             return

@@ -9,10 +9,30 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
+from textual.visual import VisualType
 from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets._markdown import MarkdownParagraph  # not exported; Markdown.BLOCKS's
+from textual.widgets.markdown import MarkdownBlock, MarkdownStream
 
 from codewhale.sanitize import clean_text
+from codewhale.tui.sidebar import laid_out_size
+
+
+class StreamedParagraph(MarkdownParagraph):
+    """A paragraph that has the screen laid out again only when its height changes.
+
+    A streaming answer's last paragraph is updated every frame, mostly with a few words on
+    the row it already has; a layout of the whole screen each time was most of what a
+    screen showing one streaming child cost.
+    """
+
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        size = laid_out_size(self)
+        super().update(content, layout=False)
+        if layout and (
+            not size.width or self.get_content_height(size, size, size.width) != size.height
+        ):
+            self.refresh(layout=True)
 
 
 class AssistantMessage(Markdown):
@@ -22,6 +42,11 @@ class AssistantMessage(Markdown):
     and its blocks are built as it is composed: they mount with the cell, in the batch
     that mounts it, not in a second mount (and layout) after a parse in a thread.
     """
+
+    BLOCKS: dict[str, type[MarkdownBlock]] = {  # noqa: RUF012 (declared so by Markdown)
+        **Markdown.BLOCKS,
+        "paragraph_open": StreamedParagraph,
+    }
 
     def __init__(self, text: str = "") -> None:
         super().__init__(clean_text(text))

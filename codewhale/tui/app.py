@@ -298,7 +298,7 @@ class CodeWhaleApp(App[None]):
         warnings = [Notice(warning, "warning") for warning in self.runtime.warnings]
         await self.replay_history(self.runtime.messages, above=warnings)
         for snapshot in self.runtime.agents():
-            await self.sidebar.show_agent(snapshot)
+            self.sidebar.show_agent(snapshot)
         self.refresh_status()
 
         async def send_initial_prompt() -> None:
@@ -600,7 +600,7 @@ class CodeWhaleApp(App[None]):
         if self.runtime is None:
             return
         if isinstance(event, events.AgentEvent):
-            await self._agent_event(event.envelope())
+            self._agent_event(event.envelope())
             return
         await self.transcript.apply(event)
         if isinstance(event, events.ToolCallFinished) and event.name in (
@@ -627,17 +627,17 @@ class CodeWhaleApp(App[None]):
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")
 
-    async def _agent_event(self, envelope: dict) -> None:
+    def _agent_event(self, envelope: dict) -> None:
         from codewhale.tui.transcript import agent_heading
 
         if self.runtime is None:
             return
         snapshot = self.runtime.manager.snapshot_of(envelope["agent_id"])
         if snapshot is not None:
-            await self.sidebar.show_agent(snapshot)
+            self.sidebar.show_agent(snapshot)
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
-            await self.transcript.agent_envelope(envelope, title, detail)
+            self.transcript.agent_envelope(envelope, title, detail)
         self.refresh_status(soon=True)
 
     def _next_approval(self) -> None:

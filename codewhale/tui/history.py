@@ -21,6 +21,7 @@ from codewhale.tui.answer import AssistantMessage
 from codewhale.tui.attachments import split_attachments
 from codewhale.tui.diff_view import DiffView, looks_like_diff
 from codewhale.tui.transcript import (
+    AGENT_OPEN,
     AgentCell,
     Notice,
     Reasoning,
@@ -38,7 +39,7 @@ CONTINUABLE = "continuable: open it and press Continue"
 NO_RESULT = "(no result was recorded for this call)"
 ASSIGNMENT = "Assignment metadata:"  # how spawn.assignment_message begins
 # Rows a call takes, with the cell its result adds (a diff, a sub-agent), where it has one.
-CALL_ROWS = {"edit_file": 2, "write_file": 2, "apply_patch": 2, "agent_open": 3}
+CALL_ROWS = {"edit_file": 2, "write_file": 2, "apply_patch": 2, AGENT_OPEN: 3}
 
 
 @dataclass
@@ -205,7 +206,8 @@ def _tool_cell(call: dict[str, Any]) -> ToolCell:
 def _finish(
     history: History, cell: ToolCell, result: str, agents: Mapping[str, AgentSnapshot]
 ) -> Widget | None:
-    """Show the result, then what the call made (a diff, a sub-agent) right under it."""
+    """Show the result, then what the call made right under it: a diff, or a sub-agent,
+    whose cell shows the call in its place (as a live turn shows it)."""
     arguments = _arguments(cell.raw_arguments)
     diff = diff_of(cell.name_, arguments, result)
     finished = events.ToolCallFinished(
@@ -216,15 +218,16 @@ def _finish(
         display=diff,
     )
     cell.finish(finished, timed=False)
-    made: Widget | None = None
     if diff is not None:
         made = DiffView(diff)
-    elif cell.name_ == "agent_open" and (agent := _agent_cell(result, agents)) is not None:
-        history.agents[agent.agent_id] = agent
-        made = agent
-    if made is not None:
         history.widgets.insert(history.widgets.index(cell) + 1, made)
-    return made
+        return made
+    if cell.name_ == AGENT_OPEN and (agent := _agent_cell(result, agents)) is not None:
+        history.agents[agent.agent_id] = agent
+        history.widgets[history.widgets.index(cell)] = agent
+        history.origins.pop(cell, None)
+        return agent
+    return None
 
 
 def _agent_cell(result: str, agents: Mapping[str, AgentSnapshot]) -> AgentCell | None:

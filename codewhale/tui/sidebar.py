@@ -368,7 +368,7 @@ class WorkSidebar(VerticalScroll):
         ]
         self._fill(self.rlm_title, self.rlm, lines)
 
-    async def show_agent(self, snapshot: AgentSnapshot) -> None:
+    def show_agent(self, snapshot: AgentSnapshot) -> None:
         """Called once per mailbox event: updates that child's row and moves it if it must.
 
         A row that changes group is moved and painted at once; other changes (20 streaming
@@ -378,7 +378,9 @@ class WorkSidebar(VerticalScroll):
         if row is None:
             row = AgentRow(snapshot, next(self._arrivals))
             self._rows[snapshot.agent_id] = row
-            await self.agent_rows.mount(row)
+            # Not waited for: it is in place at once, and twenty opened together are
+            # mounted and laid out together (see Transcript.add_all).
+            self.agent_rows.mount(row)
             moved = True
         else:
             placed = row.sort_key()

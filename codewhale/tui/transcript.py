@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.markup import escape
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Collapsible, Static
 
 from codewhale.sanitize import clean_text
@@ -35,6 +35,8 @@ PREVIEW_WIDTH = 120
 # Collapsible sets this class on mount, which styles the whole cell a second time; set
 # from the start, it costs nothing.
 FOLDED = "-collapsed"
+# The tool that opens a sub-agent: the child's cell stands for the call.
+AGENT_OPEN = "agent_open"
 
 
 def __getattr__(name: str) -> Any:
@@ -243,6 +245,7 @@ class Transcript(VerticalScroll):
         self._answer: AssistantMessage | None = None
         self._reasoning: Reasoning | None = None
         self._tools: dict[str, ToolCell] = {}
+        self._opening: dict[str, ToolCell] = {}
         self._agents: dict[str, AgentCell] = {}
         self._backlog: Backlog | None = None
         # Mounted history cells -> the index of the message each shows (History.origins).
@@ -277,6 +280,7 @@ class Transcript(VerticalScroll):
         self._answer = None
         self._reasoning = None
         self._tools.clear()
+        self._opening.clear()
         self._agents.clear()
         self._backlog = None
         self._origins.clear()
@@ -284,17 +288,24 @@ class Transcript(VerticalScroll):
         self.anchor(False)
         await self.remove_children()
 
-    async def add(self, widget: Widget) -> None:
-        await self.add_all([widget])
+    def add(self, widget: Widget) -> AwaitMount:
+        return self.add_all([widget])
 
-    async def add_all(self, widgets: Iterable[Widget]) -> None:
-        """Mount in one batch; past MAX_MOUNTED + PRUNE_BATCH cells, drop the oldest."""
-        await self.mount_all(widgets)
+    def add_all(self, widgets: Iterable[Widget]) -> AwaitMount:
+        """Mount in one batch; past MAX_MOUNTED + PRUNE_BATCH cells, drop the oldest.
+
+        The cells are in place at once (Textual adds them to the DOM before it returns),
+        so later events find them; awaiting the result waits until they are mounted, which
+        only a caller that talks to a cell's own children needs. Waiting for each mount
+        in turn spread a fan-out's twenty cells over many frames, each with a layout.
+        """
+        mounting = self.mount_all(widgets)
         # Not while the user reads further up: the cells would move under their eyes.
         if len(self.children) > MAX_MOUNTED + PRUNE_BATCH and self.scroll_y >= self.max_scroll_y:
-            await self._prune()
+            self._prune()
+        return mounting
 
-    async def _prune(self) -> None:
+    def _prune(self) -> None:
         """Remove the oldest cells down to MAX_MOUNTED, in one remove.
 
         History cells go a whole message at a time and can be rebuilt by scrolling up
@@ -325,7 +336,7 @@ class Transcript(VerticalScroll):
         self._tools = {key: cell for key, cell in self._tools.items() if cell not in gone}
         self._agents = {key: cell for key, cell in self._agents.items() if cell not in gone}
         self._tails = {cell: tail for cell, tail in self._tails.items() if cell not in gone}
-        await self.remove_children(pruned)
+        self.remove_children(pruned)
 
     async def show_history(self, backlog: Backlog, above: Sequence[Widget] = ()) -> None:
         """Mount `above` and the newest screenful of `backlog`'s cells in one batch.
@@ -399,13 +410,13 @@ class Transcript(VerticalScroll):
     async def notice(self, text: str, kind: str = "info") -> None:
         await self.add(Notice(text, kind))
 
-    async def agent_envelope(self, envelope: dict, title: str, detail: str) -> None:
+    def agent_envelope(self, envelope: dict, title: str, detail: str) -> None:
         """Show a child's lifecycle inline: created on open, fed progress, settled at the end."""
         agent_id = envelope["agent_id"]
         cell = self._agents.get(agent_id)
         if cell is None:
             cell = self._agents[agent_id] = AgentCell(agent_id, title)
-            await self.add(cell)
+            self.add(cell)
         kind = envelope["kind"]
         if kind == "progress" and envelope.get("text_tail"):
             # Children stream a dozen tails a second each: drawn a frame at a time.
@@ -445,11 +456,22 @@ class Transcript(VerticalScroll):
             await self._finish_answer(event)
         elif isinstance(event, events.ToolCallStarted):
             # A call already shown (rebuilt from history while it ran) keeps its cell.
-            if event.call_id not in self._tools:
+            if event.call_id in self._tools:
+                pass
+            elif event.name == AGENT_OPEN:
+                # Its sub-agent cell, which comes next, shows it; a tool cell is shown only
+                # if no child came of it.
+                self._opening[event.call_id] = ToolCell(event)
+            else:
                 cell = ToolCell(event)
                 self._tools[event.call_id] = cell
-                await self.add(cell)
+                self.add(cell)
         elif isinstance(event, events.ToolCallFinished):
+            if (opening := self._opening.pop(event.call_id, None)) is not None:
+                if not event.ok:
+                    opening.finish(event)
+                    self.add(opening)
+                return
             started = self._tools.pop(event.call_id, None)
             diff = started.finish(event) if started is not None else None
             # Right under its call (parallel calls may have added cells since), unless the

@@ -86,3 +86,37 @@ async def test_a_streamed_answer_still_streams():
         await pilot.pause()
         assert answer.answer == "## Step 7\n\nfirst part, second part"
         assert answer.query("MarkdownH2")
+
+
+async def streamed(cell: Markdown, words: list[str]) -> tuple[str, int]:
+    """What the screen shows once `words` streamed into `cell`, and the layouts that took."""
+    layouts = 0
+    app = Holder(cell)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        refresh_layout = screen._refresh_layout
+
+        def counted(*args, **kwargs):
+            nonlocal layouts
+            layouts += 1
+            return refresh_layout(*args, **kwargs)
+
+        screen._refresh_layout = counted
+        stream = Markdown.get_stream(cell)
+        for word in words:
+            await stream.write(word)
+            await pilot.pause()
+        await stream.stop()
+        await pilot.pause()
+        return app.export_screenshot(), layouts
+
+
+async def test_a_streaming_paragraph_lays_the_screen_out_only_when_it_gains_a_row():
+    words = [f"word{i} " for i in range(60)]  # six rows at 80 columns
+    ours, our_layouts = await streamed(AssistantMessage(), words)
+    textuals, their_layouts = await streamed(Markdown(), words)
+    # Every row it grew by is on the screen, as Textual's own Markdown shows it...
+    assert ours == textuals
+    # ...with a layout per row gained (and a few to start), not one per update.
+    assert 3 * our_layouts < len(words) <= their_layouts

@@ -21,7 +21,7 @@ from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.onboarding import OnboardingScreen
 from codewhale.tui.sidebar import AgentRow
 from codewhale.tui.status import StatusLine
-from codewhale.tui.transcript import AssistantMessage, Notice, ToolCell, UserMessage
+from codewhale.tui.transcript import AgentCell, AssistantMessage, Notice, ToolCell, UserMessage
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
 from tests.tui.conftest import REPORT, type_and_send, wait_for
@@ -375,6 +375,32 @@ async def test_twenty_streaming_children_all_settle_in_the_sidebar(llm, make_app
         assert len(rows) == 20
         assert all(str(row.render()).startswith("✓") for row in rows)
         assert "20 (0 running)" in str(app.sidebar.agents_title.render())
+        await app.action_quit()
+
+
+async def test_an_opened_child_stands_for_its_call_and_a_refused_open_shows_the_call(
+    llm, make_app, workspace
+):
+    llm.route(
+        lambda body: any("Assignment metadata" in str(m.get("content")) for m in body["messages"]),
+        Reply(text=REPORT),
+    )
+    opens = [
+        ToolCallSpec("agent_open", {"prompt": "survey", "description": "surveyor"}),
+        ToolCallSpec("agent_open", {"prompt": "paint", "type": "no-such-type"}),
+    ]
+    llm.enqueue(Reply(tool_calls=opens))
+    llm.respond = lambda body: Reply(text="noted")
+    app = make_app(workspace)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await type_and_send(pilot, "open two")
+        await wait_for(pilot, lambda: not app.turn_running and bool(app.query(AssistantMessage)))
+        (child,) = app.query(AgentCell)
+        assert "surveyor" in str(child.render())
+        # The open that made no child is the only agent_open with a tool cell, failed.
+        (refused,) = [cell for cell in app.query(ToolCell) if cell.name_ == "agent_open"]
+        assert str(refused.title).startswith("✗ agent_open")
+        assert "no-such-type" in str(refused.output.render())
         await app.action_quit()
 
 

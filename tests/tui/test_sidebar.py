@@ -137,7 +137,7 @@ async def freeze(app, pilot, monkeypatch, ahead: float = 0.0) -> None:
     monkeypatch.setattr(sidebar, "wall_clock", lambda: now)
     for row in rows(app):
         snapshot = app.runtime.manager.snapshot_of(row.agent_id)
-        await app.sidebar.show_agent(replace(snapshot, elapsed_ms=ELAPSED_MS[snapshot.name]))
+        app.sidebar.show_agent(replace(snapshot, elapsed_ms=ELAPSED_MS[snapshot.name]))
     app.clear_notifications()
     app.composer.focus()
     app.composer.cursor_blink = False
