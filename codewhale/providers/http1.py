@@ -38,6 +38,12 @@ class _Connection(asyncio.Protocol):
         self._ended = False
         self._reason = ""
         self._writable: asyncio.Future[None] | None = None
+        # The read timeout: a wait fails once its deadline passes. One timer serves every
+        # wait; it is armed once and re-armed only when it goes off before the deadline,
+        # since a timer per wait (a streamed token each) cost more than the token's parsing.
+        self._deadline = 0.0
+        self._timeout = 0.0
+        self._watchdog: asyncio.TimerHandle | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------
 
@@ -92,6 +98,9 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         self._ended = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
 
     async def send(self, head: bytes, body: Sequence[bytes]) -> None:
         """Head and body; the kernel takes what fits and the loop writes the rest."""
@@ -108,17 +117,31 @@ class _Connection(asyncio.Protocol):
                 raise httpx.WriteTimeout(f"could not send for {WRITE_TIMEOUT_SECS:g} s") from None
 
     async def _more(self, timeout: float | None) -> None:
-        """Wait until more bytes arrive (or the connection ends)."""
+        """Wait until more bytes arrive (or the connection ends), at most `timeout` s."""
         if self._ended:
             return
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        if timeout is not None:
+            self._timeout = timeout
+            self._deadline = loop.time() + timeout
+            if self._watchdog is None:
+                self._watchdog = loop.call_at(self._deadline, self._check_deadline)
         try:
-            async with asyncio.timeout(timeout):
-                await waiter
-        except TimeoutError:
-            raise httpx.ReadTimeout(f"no data for {timeout:g} s") from None
+            await waiter
         finally:
             self._waiter = None
+
+    def _check_deadline(self) -> None:
+        self._watchdog = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # not waiting: the next wait arms it again
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._deadline:
+            self._watchdog = loop.call_at(self._deadline, self._check_deadline)
+        else:
+            waiter.set_exception(httpx.ReadTimeout(f"no data for {self._timeout:g} s"))
 
     async def read_head(self, timeout: float | None) -> tuple[bytes, int, bytes, Headers]:
         """The final response's version, status, reason and headers (1xx ones skipped)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import time
 
 import httpx
 import pytest
@@ -95,8 +96,9 @@ class RawServer:
     server keeps it open, answered or not, until the client closes it.
     """
 
-    def __init__(self, *answers):
+    def __init__(self, *answers, gap: float = 0.001):
         self.answers = list(answers)
+        self.gap = gap  # between an answer's parts
         self.requests: list[tuple[list[bytes], bytes]] = []
         self.connections = 0
 
@@ -128,7 +130,7 @@ class RawServer:
                 for part in parts:
                     writer.write(part)
                     await writer.drain()
-                    await asyncio.sleep(0.001)  # arrives in pieces, as from a network
+                    await asyncio.sleep(self.gap)  # arrives in pieces, as from a network
                 if close:
                     return
             await reader.read()  # answered all: hold the connection until the client ends it
@@ -256,6 +258,21 @@ async def test_a_server_that_stops_sending_is_a_read_timeout():
         with pytest.raises(httpx.ReadTimeout):
             await post(sender, server.url, b"{}")
         await sender.aclose()
+
+
+async def test_the_read_timeout_is_per_wait_not_per_body_and_holds_on_a_reused_connection():
+    # Each part comes 0.1 s after the last: every wait is shorter than the timeout, the
+    # body three times as long. The next answer on the same connection never comes.
+    slow = [head(Content_Length="6"), b"ab", b"cd", b"ef"]
+    async with RawServer(slow, [head(Content_Length="6") + b"ab"], gap=0.1) as server:
+        sender = make_transport(server.url, read_timeout=0.25)
+        assert await post(sender, server.url, b"{}") == (200, b"abcdef")
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):
+            await post(sender, server.url, b"{}")
+        assert time.monotonic() - started < 1.0
+        await sender.aclose()
+    assert server.connections == 1
 
 
 # -- what the client sends and reads through it ----------------------------------------------
