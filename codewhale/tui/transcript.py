@@ -245,7 +245,7 @@ class Transcript(VerticalScroll):
         self._answer: AssistantMessage | None = None
         self._reasoning: Reasoning | None = None
         self._tools: dict[str, ToolCell] = {}
-        self._opening: dict[str, ToolCell] = {}
+        self._opening: dict[str, events.ToolCallStarted] = {}
         self._agents: dict[str, AgentCell] = {}
         self._backlog: Backlog | None = None
         # Mounted history cells -> the index of the message each shows (History.origins).
@@ -459,9 +459,9 @@ class Transcript(VerticalScroll):
             if event.call_id in self._tools:
                 pass
             elif event.name == AGENT_OPEN:
-                # Its sub-agent cell, which comes next, shows it; a tool cell is shown only
+                # Its sub-agent cell, which comes next, shows it; a tool cell is made only
                 # if no child came of it.
-                self._opening[event.call_id] = ToolCell(event)
+                self._opening[event.call_id] = event
             else:
                 cell = ToolCell(event)
                 self._tools[event.call_id] = cell
@@ -469,8 +469,9 @@ class Transcript(VerticalScroll):
         elif isinstance(event, events.ToolCallFinished):
             if (opening := self._opening.pop(event.call_id, None)) is not None:
                 if not event.ok:
-                    opening.finish(event)
-                    self.add(opening)
+                    refused = ToolCell(opening)
+                    refused.finish(event)
+                    self.add(refused)
                 return
             started = self._tools.pop(event.call_id, None)
             diff = started.finish(event) if started is not None else None

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from codewhale.config import load_config
+from codewhale.providers import pricing
 from codewhale.tui.agent_screen import AgentScreen
 from codewhale.tui.app import CodeWhaleApp
 from codewhale.tui.armed import ArmedKeys
@@ -25,6 +26,14 @@ def is_child(body) -> bool:
 def dialog_keys_at_once(monkeypatch):
     """Pilot presses keys as soon as a dialog exists; the typing guard has its own test."""
     monkeypatch.setattr(ArmedKeys, "ARM_SECS", 0.0)
+
+
+@pytest.fixture(autouse=True)
+def off_peak_prices(monkeypatch):
+    """Screens show the session's cost, which DeepSeek's peak hours double: the snapshots
+    are of an off-peak session whatever the hour they run at (tests/unit/test_pricing.py
+    covers the hours)."""
+    monkeypatch.setitem(pricing.PEAK_HOURS, "deepseek", lambda at: False)
 
 
 @pytest.fixture
