@@ -4,7 +4,7 @@
 `python -c pass` measured in the same run.
 
 The app's start is reported next to a bare Textual app with the same layout (status
-line, transcript beside a 38-column sidebar, hint line, a focused bordered composer
+line, transcript beside a 39-column sidebar, hint line, a focused bordered composer
 with the same placeholder, a footer with the same keys), both measured in the same run,
 interleaved, in fresh processes:
 
@@ -66,8 +66,9 @@ class Bare(App):
     CSS = '''
     #status {{ height: 1; background: $panel; }}
     #body {{ height: 1fr; }}
-    #transcript {{ width: 1fr; padding: 0 1; }}
-    #work {{ width: 38; border-left: solid $primary-darken-2; padding: 0 1; }}
+    #transcript {{ width: 1fr; padding: 0 1; scrollbar-gutter: stable; }}
+    #work {{ width: 39; border-left: solid $primary-darken-2; padding: 0 1;
+             scrollbar-size-vertical: 1; scrollbar-gutter: stable; }}
     #hint {{ height: auto; max-height: 2; padding: 0 1; }}
     #composer {{ height: auto; min-height: 3; max-height: 10; border: round $primary; }}
     '''

@@ -177,7 +177,10 @@ class AgentCell(Static, can_focus=True):
         self.tail = ""
         self.footer = "queued"
         self._settled = False
-        self._rows = 0  # preview rows shown: while it runs the preview never shrinks
+        # Preview rows shown: while it runs the preview never shrinks, and it has a row from
+        # the start, so a child's first output (most stream one line) does not change the
+        # cell's height: twenty children starting to stream cost no layout.
+        self._rows = 1
         self._drawn: tuple[int, str, Size] | None = None  # rows, footer and size last measured
         self._redraw()
 
