@@ -180,6 +180,44 @@ async def test_messages_reach_the_child_and_actions_follow_its_state(llm, make_a
         await app.action_quit()
 
 
+async def test_typing_past_the_message_box_scrolls_it_without_laying_out_the_screen(
+    llm, make_app, workspace
+):
+    llm.route(is_child, Reply(fault=Fault.stall(seconds=30)))
+    delegate(llm)
+    app = make_app(workspace)
+    async with app.run_test(size=(60, 30)) as pilot:
+        await type_and_send(pilot, "delegate")
+        await wait_for(pilot, lambda: bool(app.runtime.agents()))
+        # Narrow, the Work sidebar is folded away: the screen is opened as its row would.
+        await app.push_screen(AgentScreen(app.runtime.agents()[0].agent_id))
+        screen = app.screen
+        await pilot.pause()
+        box = screen.query_one("#agent-message", Input)
+        box.focus()
+        await pilot.pause()
+        layouts = 0
+        refresh_layout = screen._refresh_layout
+
+        def counted(*args, **kwargs):
+            nonlocal layouts
+            layouts += 1
+            return refresh_layout(*args, **kwargs)
+
+        screen._refresh_layout = counted
+        typed = "x" * 69 + "y"
+        await pilot.press(*typed)
+        assert box.value == typed
+        # The end being typed is in view, as in Textual's own Input: scrolled, the last
+        # character shown, the cursor just after it.
+        region = box.content_region
+        assert box.scroll_x > 0 and region.x <= box.cursor_screen_offset.x <= region.right
+        assert str(box.render_line(0).text).rstrip().endswith("xy")
+        # A layout per key laid the whole screen out 70 times.
+        assert layouts < 10
+        await app.action_quit()
+
+
 async def test_the_sub_agent_cell_in_the_transcript_opens_the_screen(llm, make_app, workspace):
     llm.route(is_child, Reply(text=REPORT))
     delegate(llm)
