@@ -206,8 +206,8 @@ def _tool_cell(call: dict[str, Any]) -> ToolCell:
 def _finish(
     history: History, cell: ToolCell, result: str, agents: Mapping[str, AgentSnapshot]
 ) -> Widget | None:
-    """Show the result, then what the call made right under it: a diff, or a sub-agent,
-    whose cell shows the call in its place (as a live turn shows it)."""
+    """Show the result. A diff the call made goes right under its cell; a sub-agent it
+    opened takes the cell's place, as in a live turn. Returns the cell added, if any."""
     arguments = _arguments(cell.raw_arguments)
     diff = diff_of(cell.name_, arguments, result)
     finished = events.ToolCallFinished(

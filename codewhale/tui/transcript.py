@@ -458,14 +458,11 @@ class Transcript(VerticalScroll):
         elif isinstance(event, events.AssistantMessage):
             await self._finish_answer(event)
         elif isinstance(event, events.ToolCallStarted):
-            # A call already shown (rebuilt from history while it ran) keeps its cell.
-            if event.call_id in self._tools:
-                pass
-            elif event.name == AGENT_OPEN:
+            if event.name == AGENT_OPEN:
                 # Its sub-agent cell, which comes next, shows it; a tool cell is made only
                 # if no child came of it.
                 self._opening[event.call_id] = event
-            else:
+            elif event.call_id not in self._tools:  # else rebuilt from history as it ran
                 cell = ToolCell(event)
                 self._tools[event.call_id] = cell
                 self.add(cell)
