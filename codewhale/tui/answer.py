@@ -15,7 +15,7 @@ from textual.widgets._markdown import MarkdownParagraph  # not exported; Markdow
 from textual.widgets.markdown import MarkdownBlock, MarkdownStream
 
 from codewhale.sanitize import clean_text
-from codewhale.tui.sidebar import laid_out_size
+from codewhale.tui.sidebar import laid_out_size, lay_out_if_resized
 
 
 class StreamedParagraph(MarkdownParagraph):
@@ -29,10 +29,8 @@ class StreamedParagraph(MarkdownParagraph):
     def update(self, content: VisualType = "", *, layout: bool = True) -> None:
         size = laid_out_size(self)
         super().update(content, layout=False)
-        if layout and (
-            not size.width or self.get_content_height(size, size, size.width) != size.height
-        ):
-            self.refresh(layout=True)
+        if layout:
+            lay_out_if_resized(self, size)
 
 
 class AssistantMessage(Markdown):

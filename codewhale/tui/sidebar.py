@@ -208,6 +208,14 @@ def laid_out_size(widget: Widget) -> Size:
     return Size(max(width - gutter.width, 0), max(height - gutter.height, 0))
 
 
+def lay_out_if_resized(widget: Widget, size: Size) -> None:
+    """Have the screen laid out again only if `widget`'s content, drawn at `size` (its
+    `laid_out_size`), takes another height, or it was never laid out; otherwise the
+    repaint its update asked for is all it needs."""
+    if not size.width or widget.get_content_height(size, size, size.width) != size.height:
+        widget.refresh(layout=True)
+
+
 class AgentRow(Static, can_focus=True):
     """One child; click or Enter opens its agent screen."""
 

@@ -17,7 +17,7 @@ from textual.widgets import Collapsible, Static
 
 from codewhale.sanitize import clean_text
 from codewhale.tui.diff_view import DiffView, looks_like_diff
-from codewhale.tui.sidebar import AgentRow, laid_out_size
+from codewhale.tui.sidebar import AgentRow, laid_out_size, lay_out_if_resized
 from codewhale.tui.status import Coalescer
 
 if TYPE_CHECKING:
@@ -219,8 +219,7 @@ class AgentCell(Static, can_focus=True):
         if drawn == self._drawn:
             return
         self._drawn = drawn
-        if not size.width or self.get_content_height(size, size, size.width) != size.height:
-            self.refresh(layout=True)
+        lay_out_if_resized(self, size)
 
     def on_click(self) -> None:
         self.post_message(AgentRow.Selected(self.agent_id))

@@ -78,3 +78,17 @@ async def open_agent_screen(pilot, app) -> AgentScreen:
     assert isinstance(screen, AgentScreen)
     await pilot.pause()
     return screen
+
+
+class Layouts:
+    """Counts the layouts of `screen` from now on (Textual's `Screen._refresh_layout`)."""
+
+    def __init__(self, screen) -> None:
+        self.count = 0
+        refresh_layout = screen._refresh_layout
+
+        def counted(*args, **kwargs):
+            self.count += 1
+            return refresh_layout(*args, **kwargs)
+
+        screen._refresh_layout = counted

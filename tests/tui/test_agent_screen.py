@@ -25,7 +25,14 @@ from codewhale.tui.transcript import (
 )
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
-from tests.tui.conftest import REPORT, is_child, open_agent_screen, type_and_send, wait_for
+from tests.tui.conftest import (
+    REPORT,
+    Layouts,
+    is_child,
+    open_agent_screen,
+    type_and_send,
+    wait_for,
+)
 
 FIXED = Path(tempfile.gettempdir()) / "codewhale-snapshot-agent-screen"
 
@@ -196,15 +203,7 @@ async def test_typing_past_the_message_box_scrolls_it_without_laying_out_the_scr
         box = screen.query_one("#agent-message", Input)
         box.focus()
         await pilot.pause()
-        layouts = 0
-        refresh_layout = screen._refresh_layout
-
-        def counted(*args, **kwargs):
-            nonlocal layouts
-            layouts += 1
-            return refresh_layout(*args, **kwargs)
-
-        screen._refresh_layout = counted
+        layouts = Layouts(screen)
         typed = "x" * 69 + "y"
         await pilot.press(*typed)
         assert box.value == typed
@@ -214,7 +213,7 @@ async def test_typing_past_the_message_box_scrolls_it_without_laying_out_the_scr
         assert box.scroll_x > 0 and region.x <= box.cursor_screen_offset.x <= region.right
         assert str(box.render_line(0).text).rstrip().endswith("xy")
         # A layout per key laid the whole screen out 70 times.
-        assert layouts < 10
+        assert layouts.count < 10
         await app.action_quit()
 
 

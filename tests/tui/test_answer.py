@@ -9,6 +9,7 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownFence
 
 from codewhale.tui.answer import AssistantMessage
+from tests.tui.conftest import Layouts
 
 ANSWER = """## Step 7
 
@@ -90,26 +91,17 @@ async def test_a_streamed_answer_still_streams():
 
 async def streamed(cell: Markdown, words: list[str]) -> tuple[str, int]:
     """What the screen shows once `words` streamed into `cell`, and the layouts that took."""
-    layouts = 0
     app = Holder(cell)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        screen = app.screen
-        refresh_layout = screen._refresh_layout
-
-        def counted(*args, **kwargs):
-            nonlocal layouts
-            layouts += 1
-            return refresh_layout(*args, **kwargs)
-
-        screen._refresh_layout = counted
+        layouts = Layouts(app.screen)
         stream = Markdown.get_stream(cell)
         for word in words:
             await stream.write(word)
             await pilot.pause()
         await stream.stop()
         await pilot.pause()
-        return app.export_screenshot(), layouts
+        return app.export_screenshot(), layouts.count
 
 
 async def test_a_streaming_paragraph_lays_the_screen_out_only_when_it_gains_a_row():
