@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from codewhale.engine import events
-from codewhale.permissions import ApprovalClass, Verdict, approval_scope, decide
+from codewhale.permissions import (
+    ApprovalClass,
+    Verdict,
+    approval_scope,
+    decide,
+    relative_to_workspace,
+)
+from codewhale.protected_paths import protection
 from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult, check_arguments
@@ -148,11 +155,28 @@ class ToolDispatcher:
         )
         if decision.verdict is Verdict.DENY:
             raise ToolError(decision.reason)
-        if decision.verdict is Verdict.ASK:
+        protected = self._protected(tool, arguments)
+        if protected:
+            # Asked in every mode, YOLO included; "always" covers exactly these files.
+            scope = f"{tool.name}:protected:{','.join(sorted(protected))}"
+            if scope not in self.context.always_allowed:
+                reason = "; ".join(protected.values())
+                await self._ask(tool, arguments, call.arguments, scope, reason=reason)
+        elif decision.verdict is Verdict.ASK:
             scope = approval_scope(tool.name, arguments)
             if scope not in self.context.always_allowed:
                 await self._ask(tool, arguments, call.arguments, scope)
         return await self._run_limited(tool, arguments)
+
+    def _protected(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str]:
+        """The protected files this call would write (workspace-relative), each with why."""
+        workspace = self.context.workspace
+        found = {}
+        for path in tool.written_paths(arguments, self.context):
+            reason = protection(workspace, path)
+            if reason is not None:
+                found[relative_to_workspace(workspace, path)] = reason
+        return found
 
     async def _run_limited(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
         """`tool.run` under its time limit (started after any approval: a user may think)."""
@@ -165,15 +189,19 @@ class ToolDispatcher:
                 raise  # the tool's own TimeoutError: reported like any other failure
             raise ToolError(f"{tool.name} timed out after {tool.timeout_secs:g} s") from None
 
-    async def _ask(self, tool: Tool, arguments: dict[str, Any], raw: str, scope: str) -> None:
+    async def _ask(
+        self, tool: Tool, arguments: dict[str, Any], raw: str, scope: str, *, reason: str = ""
+    ) -> None:
+        """Ask the user; `reason` says why when the mode alone would not have asked."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         request_id = f"approval_{next(_request_ids)}"
         tool_name, summary = tool.name, tool.summary(arguments)
+        question = tool.approval_text(arguments) + (f" ({reason})" if reason else "")
         self.emit(
             events.ApprovalRequested(
                 request_id=request_id,
                 tool=tool_name,
-                summary=clean_text(tool.approval_text(arguments)),
+                summary=clean_text(question),
                 arguments=raw,
                 requester=self.requester,
                 scope=scope,

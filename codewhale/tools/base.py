@@ -108,6 +108,11 @@ class Tool(ABC):
         file tools ('' for tools that change no files); ToolError when it would fail."""
         return ""
 
+    def written_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        """The workspace files this call would create, change or delete (confined, resolved);
+        the dispatcher asks before any of them is a protected path."""
+        return []
+
     def sandboxed_read_only(self) -> bool:
         """Whether the OS sandbox keeps this tool from writing or reaching the network."""
         return False

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.permissions import ApprovalClass, relative_to_workspace
-from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codewhale.tools.files import read_text, unified_diff, write_with_journal
+from codewhale.tools.base import ToolContext, ToolError, ToolResult
+from codewhale.tools.files import PathWriter, read_text, unified_diff, write_with_journal
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def apply_edit(content: str, old: str, new: str, replace_all: bool = False) -> t
     return "\n".join(lines), tier
 
 
-class EditFile(Tool):
+class EditFile(PathWriter):
     name = "edit_file"
     description = (
         "Replace old_string with new_string in a file. old_string must identify one place "

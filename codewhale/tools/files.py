@@ -289,7 +289,14 @@ class ListDir(Tool):
         return ToolResult("\n".join(lines) or "(empty directory)")
 
 
-class WriteFile(Tool):
+class PathWriter(Tool):
+    """A tool that writes the one file its `path` argument names."""
+
+    def written_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        return [context.path(arguments["path"])]
+
+
+class WriteFile(PathWriter):
     name = "write_file"
     description = (
         "Create or overwrite a file in the workspace with the given content. "

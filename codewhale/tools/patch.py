@@ -126,6 +126,15 @@ class ApplyPatch(Tool):
         patch = arguments.get("patch")
         return f"{patch.count('+++ ')} file(s)" if isinstance(patch, str) else ""
 
+    def written_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        """Every file the patch creates, changes or deletes (a rename: both of its names)."""
+        names = (
+            name
+            for patch in parse_patch(arguments["patch"])
+            for name in (patch.old_path, patch.new_path)
+        )
+        return [context.path(name) for name in dict.fromkeys(names) if name is not None]
+
     def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
         """The patch itself: it is the diff, and run() writes all of it or nothing."""
         return str(arguments["patch"])
