@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codewhale import __version__
+from codewhale.environ_guard import seal_environment
 
 
 def _add_override_flags(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +103,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agents_types.add_argument("--json", action="store_true", help="machine-readable output")
     _add_override_flags(agents_types)
+    agents_trust = agents_commands.add_parser(
+        "trust",
+        help="let this project's agent definitions that shadow a built-in or name a model "
+        "take effect (lists them and asks when no NAME is given)",
+    )
+    agents_trust.add_argument("names", nargs="*", metavar="NAME", help="definitions to trust")
+    agents_trust.add_argument(
+        "--all", action="store_true", help="trust every one waiting, without asking"
+    )
+    _add_override_flags(agents_trust)
+    agents_untrust = agents_commands.add_parser(
+        "untrust", help="forget the trust given to this project's agent definitions"
+    )
+    agents_untrust.add_argument(
+        "names", nargs="*", metavar="NAME", help="definitions (default: all)"
+    )
+    _add_override_flags(agents_untrust)
 
     sessions = commands.add_parser("sessions", help="list saved conversations")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
@@ -119,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         trust = mcp_commands.add_parser(action, help=about)
         trust.add_argument("names", nargs="*", metavar="NAME", help="servers (default: all)")
+        if action == "trust":
+            trust.add_argument(
+                "--all", action="store_true", help="trust every server listed without asking"
+            )
         _add_override_flags(trust)
     # A subcommand missing from COMMANDS would be taken for a prompt and never run.
     assert set(commands.choices) == set(COMMANDS), "add the new subcommand to COMMANDS"
@@ -193,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for key in ("provider", "model", "base_url")
         if (value := getattr(args, key, None)) is not None
     }
+    seal_environment()
     if args.command == "config":
         from codewhale.config_cli import run_config_command
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from codewhale.providers.presets import DEFAULT_PROVIDER, PRESETS
+from codewhale.secret_names import secret_name
 
 PROVIDER_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp"}
 
@@ -292,6 +293,9 @@ class McpConfig(Section):
     startup_timeout_secs: Annotated[float, Bounds(1, 300)] = 30.0
     # Read the project's .mcp.json (its servers still need your trust once).
     project_servers: bool = True
+    # Variables a project's .mcp.json may have expanded (`${NAME}`) for its servers; a
+    # server asking for any other does not start. User config only (docs/MCP.md).
+    project_env: list[str] = Field(default_factory=list)
 
     @field_validator("servers")
     @classmethod
@@ -300,6 +304,23 @@ class McpConfig(Section):
             if problem := mcp_server_name_problem(name):
                 raise ValueError(problem)
         return servers
+
+    @field_validator("project_env")
+    @classmethod
+    def _plain_variable_names(cls, names: list[str]) -> list[str]:
+        bad = [name for name in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)]
+        if bad:
+            raise ValueError(f"not environment variable names: {bad!r}")
+        # A repository's server gets no secret, whatever this list says: that is the rule
+        # the trust prompt explains, so a secret here is a mistake to point out.
+        secrets = [name for name in names if secret_name(name)]
+        if secrets:
+            raise ValueError(
+                f"{', '.join(secrets)} looks like a secret, and a project's server is never "
+                "given one; define the server that needs it in your own config "
+                "([mcp.servers.<name>]) instead"
+            )
+        return names
 
 
 class Config(Section):
@@ -346,7 +367,8 @@ class Config(Section):
 # Likewise it may not open the user's private network to fetch_url, nor switch off or
 # loosen the sandbox its own commands run in (a project `hide` list would also replace
 # the user's, since lists are not merged).
-# Nor may it start programs: its MCP servers come from .mcp.json, which needs your trust.
+# Nor may it start programs: its MCP servers come from .mcp.json, which needs your trust;
+# nor turn on reading that file, or choose which of your variables its servers get.
 PROJECT_FORBIDDEN_KEYS = (
     "provider",
     "base_url",
@@ -358,6 +380,8 @@ PROJECT_FORBIDDEN_KEYS = (
     "sandbox.hide",
     "sandbox.pass_env",
     "mcp.servers",
+    "mcp.project_env",
+    "mcp.project_servers",
 )
 
 # Tables whose keys are free-form (no unknown-key warnings inside them).

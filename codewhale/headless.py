@@ -103,10 +103,14 @@ async def in_daemon_thread(work: Callable[[], T]) -> T:
 
 
 def approval_question(request: events.ApprovalRequested) -> str:
+    """The call, then the rule "always" would store, then the choice."""
     # The summary comes from the model: no escape sequences reach the terminal.
+    rule = clean_text(request.scope) or f"every {clean_text(request.tool)} call"
     return (
         f"\n{clean_text(request.requester)} wants to run {request.tool}: "
-        f"{clean_text(request.summary)}\nAllow? [y]es / [a]lways / [N]o: "
+        f"{clean_text(request.summary)}\n"
+        f"[a]lways allows, for this session: {rule}\n"
+        "Allow? [y]es / [a]lways / [N]o: "
     )
 
 

@@ -6,7 +6,10 @@ one set of rules.
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from enum import StrEnum
@@ -161,8 +164,9 @@ _UNSAFE_OPTION_PREFIXES = ("--output", "--pre", "--exec")
 _GIT_READ_ONLY = frozenset(
     ["status", "log", "diff", "show", "blame", "branch", "rev-parse", "ls-files", "grep"]
 )
-_FIND_WRITES = frozenset(
-    ["-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"]
+# find actions that run a program, delete, or write a file.
+FIND_ACTIONS = frozenset(
+    ["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]
 )
 _SHELL_OPERATORS = ("|", "&", ";", ">", "<", "`", "$(", "\n")
 _TEST_PREFIXES = (
@@ -180,6 +184,8 @@ _TEST_PREFIXES = (
 
 def classify_command(command: str) -> CommandClass:
     """Prove a command read-only or a test run; anything unprovable is OTHER."""
+    if reads_process_environment(command):
+        return CommandClass.OTHER
     if any(operator in command for operator in _SHELL_OPERATORS):
         return CommandClass.OTHER
     try:
@@ -194,7 +200,7 @@ def classify_command(command: str) -> CommandClass:
     if program == "git":
         return CommandClass.READ_ONLY if _is_read_only_git(words[1:]) else CommandClass.OTHER
     if program == "find":
-        return CommandClass.OTHER if _FIND_WRITES & set(words) else CommandClass.READ_ONLY
+        return CommandClass.OTHER if FIND_ACTIONS & set(words) else CommandClass.READ_ONLY
     if program in _READ_ONLY_PROGRAMS:
         return CommandClass.READ_ONLY
     normalised = (program, *words[1:])
@@ -211,77 +217,44 @@ def _is_read_only_git(arguments: list[str]) -> bool:
     return subcommand != "branch" or all(word.startswith("-") for word in arguments[1:])
 
 
-# Programs whose first argument picks what they do, so "always" for `git status` must
-# not cover `git push`.
-_SUBCOMMAND_PROGRAMS = frozenset(
-    [
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "cargo",
-        "go",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "docker",
-        "kubectl",
-        "make",
-        "gh",
-        "apt",
-        "apt-get",
-        "brew",
-        "systemctl",
-        "tox",
-        "nox",
-        "just",
-    ]
-)
-_INTERPRETERS = frozenset(["python", "python3", "node", "ruby", "perl", "bash", "sh"])
+# Quotes and escapes removed, a command's text splits into these path and word parts.
+_PART_SEPARATORS = re.compile(r"[\s/{},;&|<>()=]+")
+_COMMAND_SEPARATORS = re.compile(r"[;&|()\n]")
+_BSD_PS_OPTIONS = re.compile(r"[a-zA-Z]*e[a-zA-Z]*")
 
 
-def approval_scope(tool: str, arguments: dict[str, object]) -> str:
-    """What an "always allow" answer covers: what the user was shown, never a whole tool.
+def reads_process_environment(command: str) -> bool:
+    """Whether a command may print a process's environment, where the app's holds the key.
 
-    Shell: the program plus its subcommand (`git status`, `python -m pytest`); a command
-    that chains or redirects (`a && b`, `x > f`) is scoped to its exact text. fetch_url:
-    the host. rlm_eval: its RLM session. Other tools: the tool itself.
+    Catches `/proc/<pid>/environ` however the pid or name is written (`self`, `$PPID`,
+    `[0-9]*`, `*`, `env*`, `cd /proc && cat 1/environ`) and `ps e` (BSD-style `e` shows
+    every process's environment). A tripwire for plain forms, not a parser: a command
+    can always build the path at run time, which only the sandbox stops.
     """
-    if tool == "rlm_eval":
-        return f"rlm_eval:{arguments.get('name') or ''}"
-    if tool == "exec_shell":
-        command = str(arguments.get("command") or "")
-        return f"exec_shell:{_shell_scope(command)}"
-    if tool == "fetch_url":
-        from urllib.parse import urlsplit
+    text = re.sub(r"[\"'\\]", "", command)
+    parts = [part for part in _PART_SEPARATORS.split(text) if part]
+    proc = next((n for n, part in enumerate(parts) if fnmatch.fnmatchcase("proc", part)), None)
+    if proc is not None and any(
+        part.startswith("$") or fnmatch.fnmatchcase("environ", part) for part in parts[proc + 1 :]
+    ):
+        return True
+    for segment in _COMMAND_SEPARATORS.split(text):
+        words = segment.split()
+        if words and os.path.basename(words[0]) == "ps":
+            # A BSD option word (`e`, `axe`, `eww`), not the value of a `-o`-like option.
+            pairs = itertools.pairwise(words)
+            if any(_BSD_PS_OPTIONS.fullmatch(w) and not p.startswith("-") for p, w in pairs):
+                return True
+    return False
 
-        host = urlsplit(str(arguments.get("url") or "")).hostname or ""
-        return f"fetch_url:{host}"
-    return tool
 
-
-def _shell_scope(command: str) -> str:
-    exact = "=" + command.strip()
-    if any(operator in command for operator in _SHELL_OPERATORS):
-        return exact
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return exact
-    if not words or "=" in words[0]:
-        return exact  # `VAR=x cmd` changes what cmd does
-    program = os.path.basename(words[0])
-    rest = words[1:]
-    if program in _INTERPRETERS:
-        # `python -m pytest` is a test run; `python anything.py` runs that file only.
-        if rest[:1] == ["-m"] and len(rest) > 1:
-            return f"{program} -m {rest[1]}"
-        return exact
-    if program in _SUBCOMMAND_PROGRAMS:
-        if rest and rest[0].startswith("-"):
-            return exact  # `git -C dir push`: options before the subcommand take values
-        if rest[:1] in (["run"], ["exec"], ["x"]) and len(rest) > 1:
-            return f"{program} {rest[0]} {rest[1]}"  # `npm run build` is not `npm run deploy`
-        return f"{program} {rest[0]}" if rest else program
-    return program
+def unsandboxed_refusal(command: str) -> str | None:
+    """Why a command must not run without a sandbox, or None if it may."""
+    if not reads_process_environment(command):
+        return None
+    return (
+        "Refused: this command reads a process's environment (/proc/<pid>/environ or `ps e`), "
+        "which holds CodeWhale's API key, and commands here run without a sandbox. "
+        "Print only the variables you need (`printenv NAME`), or ask the user to enable the "
+        "sandbox (install bubblewrap; [sandbox] enabled)."
+    )

@@ -13,17 +13,17 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from codewhale.engine import events
-from codewhale.permissions import (
-    ApprovalClass,
-    Verdict,
-    approval_scope,
-    decide,
-    relative_to_workspace,
+from codewhale.approval_rules import (
+    ApprovalRule,
+    approval_rule,
+    is_always_allowed,
+    protected_write_rule,
 )
+from codewhale.engine import events
+from codewhale.permissions import ApprovalClass, Verdict, decide, relative_to_workspace
 from codewhale.protected_paths import protection
 from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
@@ -107,9 +107,17 @@ class ToolDispatcher:
             result = ToolResult(
                 f"Error: {call.name} failed: {type(error).__name__}: {error}", ok=False
             )
+        result = self._redacted(result)
         result = self._offload_if_large(call, result)
         self._finished(call, result, started)
         return Outcome(call, result)
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        """`result` without the session's secrets: the handle store, the preview, the
+        screen, the records and the next request all get it from here."""
+        redact = self.context.redactor.redact
+        display = redact(result.display) if result.display is not None else None
+        return replace(result, output=redact(result.output), display=display)
 
     def _finished(self, call: ToolCall, result: ToolResult, started: float) -> None:
         self.emit(
@@ -158,14 +166,14 @@ class ToolDispatcher:
         protected = self._protected(tool, arguments)
         if protected:
             # Asked in every mode, YOLO included; "always" covers exactly these files.
-            scope = f"{tool.name}:protected:{','.join(sorted(protected))}"
-            if scope not in self.context.always_allowed:
+            rule = protected_write_rule(tool.name, protected)
+            if rule not in self.context.always_allowed:
                 reason = "; ".join(protected.values())
-                await self._ask(tool, arguments, call.arguments, scope, reason=reason)
-        elif decision.verdict is Verdict.ASK:
-            scope = approval_scope(tool.name, arguments)
-            if scope not in self.context.always_allowed:
-                await self._ask(tool, arguments, call.arguments, scope)
+                await self._ask(tool, arguments, call.arguments, rule, reason=reason)
+        elif decision.verdict is Verdict.ASK and not is_always_allowed(
+            self.context.always_allowed, tool.name, arguments
+        ):
+            await self._ask(tool, arguments, call.arguments, approval_rule(tool.name, arguments))
         return await self._run_limited(tool, arguments)
 
     def _protected(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str]:
@@ -190,9 +198,16 @@ class ToolDispatcher:
             raise ToolError(f"{tool.name} timed out after {tool.timeout_secs:g} s") from None
 
     async def _ask(
-        self, tool: Tool, arguments: dict[str, Any], raw: str, scope: str, *, reason: str = ""
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        raw: str,
+        rule: ApprovalRule,
+        *,
+        reason: str = "",
     ) -> None:
-        """Ask the user; `reason` says why when the mode alone would not have asked."""
+        """Ask the user, showing the rule "always" would grant; `reason` says why when the
+        mode alone would not have asked."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         request_id = f"approval_{next(_request_ids)}"
         tool_name, summary = tool.name, tool.summary(arguments)
@@ -204,7 +219,7 @@ class ToolDispatcher:
                 summary=clean_text(question),
                 arguments=raw,
                 requester=self.requester,
-                scope=scope,
+                scope=rule.describe(),
                 preview=await self._change_preview(tool, arguments),
                 _future=future,
             )
@@ -212,7 +227,7 @@ class ToolDispatcher:
         decision = await future
         self.emit(events.ApprovalResolved(request_id=request_id, tool=tool_name, decision=decision))
         if decision == "approve_always":
-            self.context.always_allowed.add(scope)
+            self.context.always_allowed.add(rule)
         elif decision != "approve":
             raise ToolError(
                 f"the user denied this {tool_name} call ({summary}). Do not retry it; "
@@ -230,7 +245,8 @@ class ToolDispatcher:
             return f"Dry run: this call would fail as it stands: {error}"
         if len(diff) > MAX_CHANGE_PREVIEW_CHARS:
             diff = diff[:MAX_CHANGE_PREVIEW_CHARS] + "\n[… diff cut]\n"
-        return clean_text(diff)
+        # The file's current text is shown too, and goes to `exec --json` output.
+        return clean_text(self.context.redactor.redact(diff))
 
     def _offload_if_large(self, call: ToolCall, result: ToolResult) -> ToolResult:
         if len(result.output) <= LARGE_OUTPUT_CHARS or self.tools.get(call.name).bounded_output:

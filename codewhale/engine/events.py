@@ -84,7 +84,8 @@ class ApprovalRequested(Event):
     summary: str
     arguments: str
     requester: str = "parent"
-    # What "always allow" would cover (e.g. `exec_shell:git status`), never a whole tool.
+    # The rule "always" would grant, in words shown before the choice (approval_rules),
+    # e.g. "exec_shell commands starting `git log` (except …)".
     scope: str = ""
     # What the call would change, worked out without writing: a unified diff for the file
     # tools, or why the dry run failed. Empty for tools that change no files.

@@ -7,6 +7,7 @@ never on the app's first-frame path.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from mcp.shared.message import SessionMessage
 
 from codewhale import __version__
 from codewhale.mcp.specs import Resolved
+from codewhale.private_files import private_dir, private_opener
 
 CLIENT_INFO = types.Implementation(name="codewhale", version=__version__)
 # The SDK's defaults for streamable HTTP: a response may stream for minutes.
@@ -113,7 +115,9 @@ def log_sdk_messages(path: Path) -> None:
     logger = logging.getLogger("mcp")
     if any(getattr(handler, "codewhale", False) for handler in logger.handlers):
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
+    # Made 0600 now: the handler opens it later, in append mode, which keeps the mode.
+    os.close(private_opener(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
     handler = logging.FileHandler(path, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.codewhale = True  # type: ignore[attr-defined]

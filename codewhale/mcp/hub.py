@@ -22,6 +22,7 @@ from codewhale.mcp.specs import ServerSpec, load_specs
 from codewhale.mcp.tool import McpTool, make_tool
 from codewhale.mcp.trust import TrustStore
 from codewhale.paths import UserDirs
+from codewhale.private_files import private_dir
 
 if TYPE_CHECKING:
     from mcp import types
@@ -172,7 +173,7 @@ class McpHub:
         if not self._started:
             from codewhale.mcp.connection import log_sdk_messages
 
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.log_dir)
             log_sdk_messages(self.log_dir / "client.log")
         self._started = True
         for server in self._servers.values():

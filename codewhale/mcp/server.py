@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codewhale.mcp.specs import Resolved, ServerSpec, SpecError
+from codewhale.private_files import private_opener
 from codewhale.tools.base import ToolError
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class McpServer:
             reason = "the server exited" if self.spec.command else "the connection ended"
             try:
                 self._resolved = self.spec.resolve(os.environ)
-                with self.log_file.open("a", encoding="utf-8") as errlog:
+                with open(self.log_file, "a", encoding="utf-8", opener=private_opener) as errlog:
                     self._log(errlog, f"starting ({self.spec.transport} {self.spec.target()})")
                     async with connect(
                         self._resolved,
@@ -232,7 +233,7 @@ class McpServer:
         self.error = error
         self._set(ServerState.FAILED)
         try:
-            with self.log_file.open("a", encoding="utf-8") as log:
+            with open(self.log_file, "a", encoding="utf-8", opener=private_opener) as log:
                 self._log(log, error)
         except OSError:
             pass

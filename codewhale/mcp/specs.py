@@ -3,7 +3,8 @@ project's `.mcp.json` (Claude Code's format), each as a ServerSpec.
 
 Values keep their `${VAR}` references until a server starts (`resolve`), so what is
 shown (`codewhale mcp list`, `/mcp`) and what trust is remembered for never holds the
-secrets those variables carry.
+secrets those variables carry. A project's server has only the variables its user allows
+expanded (codewhale/mcp/project_env.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from codewhale.config_models import McpConfig, McpServerConfig, mcp_server_name_problem
+from codewhale.mcp.project_env import HOW_TO_ALLOW, refusal
 from codewhale.secret_names import secret_name
 
 PROJECT_FILE = ".mcp.json"
@@ -59,6 +61,16 @@ class Resolved:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """One `${VAR}` in a server's entry: the field it is written in and, for a project's
+    server, why it is not expanded (None: it is)."""
+
+    variable: str
+    place: str
+    refusal: str | None
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     name: str
     # "config", or the path of the .mcp.json that defined it.
@@ -70,8 +82,11 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     read_only: bool = False
     enabled: bool = True
-    # What the user's trust is remembered for (project servers): a changed command asks again.
+    # What the user's trust is remembered for (project servers): a changed command, env or
+    # header asks again.
     digest: str = ""
+    # For a project's server: the variables the user's config lets it have expanded.
+    project_env: frozenset[str] = frozenset()
 
     @property
     def project(self) -> bool:
@@ -87,8 +102,29 @@ class ServerSpec:
             return " ".join([self.command, *self.args])
         return redact_url(self.url or "")
 
+    def references(self) -> list[Reference]:
+        """Every `${VAR}` the entry names, in the order written, once per field."""
+        fields = [
+            ("command", self.command or ""),
+            *(("args", arg) for arg in self.args),
+            ("url", self.url or ""),
+            *((f"env {name}", value) for name, value in self.env.items()),
+            *((f"header {name}", value) for name, value in self.headers.items()),
+        ]
+        found: list[Reference] = []
+        for place, text in fields:
+            for match in _VARIABLE.finditer(text):
+                variable = match.group(1)
+                why = refusal(variable, self.project_env) if self.project else None
+                if (reference := Reference(variable, place, why)) not in found:
+                    found.append(reference)
+        return found
+
     def resolve(self, environ: Mapping[str, str]) -> Resolved:
-        """The values a connection uses; SpecError names a variable that is not set."""
+        """The values a connection uses; SpecError names a variable that is not set, or
+        one a project's server may not have."""
+        if self.project:
+            _refuse_project_expansions(self.references(), environ)
         env = {key: expand(value, environ) for key, value in self.env.items()}
         headers = {key: expand(value, environ) for key, value in self.headers.items()}
         url = expand(self.url, environ) if self.url is not None else None
@@ -108,6 +144,26 @@ class ServerSpec:
                 sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
             ),
         )
+
+
+def _refuse_project_expansions(references: list[Reference], environ: Mapping[str, str]) -> None:
+    """SpecError naming every variable a project's server asks for and may not have."""
+    refused = [f"${{{r.variable}}} in {r.place} ({r.refusal})" for r in references if r.refusal]
+    # An allowed name can still hold a secret's value (`LABEL=$DEEPSEEK_API_KEY`).
+    secrets = {
+        name: value
+        for name, value in environ.items()
+        if secret_name(name) and len(value) >= MIN_SECRET_LENGTH
+    }
+    for reference in references:
+        value = environ.get(reference.variable, "") if reference.refusal is None else ""
+        holder = next((name for name, secret in secrets.items() if secret in value), None)
+        if holder is not None:
+            refused.append(
+                f"${{{reference.variable}}} in {reference.place} (its value holds {holder}'s)"
+            )
+    if refused:
+        raise SpecError(f"a project's server is not given {'; '.join(refused)}. {HOW_TO_ALLOW}")
 
 
 def expand(text: str, environ: Mapping[str, str]) -> str:
@@ -143,7 +199,7 @@ def load_specs(config: McpConfig, workspace: Path) -> tuple[list[ServerSpec], li
     warnings: list[str] = []
     if config.project_servers:
         configured = {spec.name for spec in specs}
-        for spec in project_specs(workspace, warnings):
+        for spec in project_specs(workspace, warnings, frozenset(config.project_env)):
             if spec.name in configured:
                 warnings.append(
                     f"{spec.source}: server '{spec.name}' is also in your config, "
@@ -168,8 +224,11 @@ def _from_config(name: str, server: McpServerConfig) -> ServerSpec:
     )
 
 
-def project_specs(workspace: Path, warnings: list[str]) -> list[ServerSpec]:
-    """The servers of `<workspace>/.mcp.json`; a broken file or entry becomes a warning."""
+def project_specs(
+    workspace: Path, warnings: list[str], project_env: frozenset[str] = frozenset()
+) -> list[ServerSpec]:
+    """The servers of `<workspace>/.mcp.json`, which may expand only the `project_env`
+    variables; a broken file or entry becomes a warning."""
     path = workspace / PROJECT_FILE
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -185,13 +244,13 @@ def project_specs(workspace: Path, warnings: list[str]) -> list[ServerSpec]:
     specs = []
     for name, entry in servers.items():
         try:
-            specs.append(_from_project(str(name), entry, path))
+            specs.append(_from_project(str(name), entry, path, project_env))
         except SpecError as error:
             warnings.append(f"{path}: server '{name}' is not used: {error}")
     return specs
 
 
-def _from_project(name: str, entry: Any, path: Path) -> ServerSpec:
+def _from_project(name: str, entry: Any, path: Path, project_env: frozenset[str]) -> ServerSpec:
     if problem := mcp_server_name_problem(name):
         raise SpecError(problem)
     if not isinstance(entry, dict):
@@ -210,7 +269,10 @@ def _from_project(name: str, entry: Any, path: Path) -> ServerSpec:
         server = McpServerConfig.model_validate(fields)
     except ValidationError as error:
         raise SpecError("; ".join(detail["msg"] for detail in error.errors())) from None
+    # Everything the trust prompt shows: the entry as written, env and headers included.
     digest = hashlib.sha256(
         json.dumps([name, fields], sort_keys=True, ensure_ascii=False).encode()
     ).hexdigest()
-    return replace(_from_config(name, server), source=str(path), digest=digest)
+    return replace(
+        _from_config(name, server), source=str(path), digest=digest, project_env=project_env
+    )

@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from codewhale.private_files import private_dir, private_opener
 from codewhale.providers.errors import LocalServerError
 from codewhale.sandbox import child_environment
 
@@ -124,8 +125,8 @@ class LocalServer:
         return command
 
     async def _start(self) -> None:
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_file.open("wb") as log:
+        private_dir(self.log_file.parent)
+        with open(self.log_file, "wb", opener=private_opener) as log:
             process = await asyncio.create_subprocess_exec(
                 *self.command(),
                 stdin=asyncio.subprocess.DEVNULL,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.process_tree import descendants, kill, kill_below
-from codewhale.sandbox import SandboxSpec, child_environment, runs_under_init, sandboxed
+from codewhale.sandbox import Launch, SandboxSpec, child_environment, runs_under_init, sandboxed
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 # How often the watchdog counts the kernel's processes while an eval runs.
@@ -100,18 +100,21 @@ class Kernel:
         # The source rides in argv, so the sandbox needs no view of this package.
         argv = [python, "-I", "-c", BOOTSTRAP.read_text(encoding="utf-8"), self._sentinel]
         argv += [str(limits.cpu_secs), str(limits.memory_mb)]
+        launch: contextlib.AbstractContextManager[Launch] = contextlib.nullcontext(Launch(argv))
         if self.sandbox is not None:
-            argv = sandboxed(argv, replace(self.sandbox, visible=python_dirs))
-        self._process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=self.workspace,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=child_environment(os.environ),
-            start_new_session=True,
-            limit=64 * 1024 * 1024,  # frames carry whole outputs on one line
-        )
+            launch = sandboxed(argv, replace(self.sandbox, visible=python_dirs))
+        with launch as started:
+            self._process = await asyncio.create_subprocess_exec(
+                *started.argv,
+                cwd=self.workspace,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_environment(os.environ),
+                start_new_session=True,
+                limit=64 * 1024 * 1024,  # frames carry whole outputs on one line
+                pass_fds=started.pass_fds,
+            )
         self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
         self._own = await self._own_processes()
 

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codewhale.approval_rules import approval_rule
 from codewhale.config_models import RlmConfig, SandboxConfig
 from codewhale.handles import HandleStore
-from codewhale.permissions import approval_scope
 from codewhale.providers.client import ChatClient
 from codewhale.providers.types import Usage
+from codewhale.redaction import Redactor
 from codewhale.rlm.kernel import Kernel, KernelError, KernelLimits
 from codewhale.sandbox import SandboxSpec, hidden_paths, sandbox_status
 
@@ -68,6 +69,7 @@ class RlmManager:
         on_usage: Callable[[Usage], None] = lambda usage: None,
         workspace: Path | None = None,
         sandbox: SandboxConfig | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.workspace = (workspace or Path.cwd()).resolve()
         self.client = client
@@ -82,6 +84,8 @@ class RlmManager:
         self.sandbox_config = sandbox if sandbox is not None else SandboxConfig()
         self.sandbox_status = sandbox_status(self.sandbox_config.enabled)
         self.on_usage = on_usage
+        # Kernel code can put what it read into a sub-LLM prompt: the secrets come out first.
+        self.redactor = redactor if redactor is not None else Redactor()
         self.sessions: dict[str, RlmSession] = {}
         self.child_model = config.child_model or client.settings.fast_model
 
@@ -245,8 +249,9 @@ class RlmManager:
     async def _ask(
         self, session: RlmSession, prompt: str, system: str | None, max_tokens: int | None
     ) -> str:
-        messages = [{"role": "system", "content": system}] if system else []
-        messages.append({"role": "user", "content": prompt})
+        redact = self.redactor.redact
+        messages = [{"role": "system", "content": redact(system)}] if system else []
+        messages.append({"role": "user", "content": redact(prompt)})
         async with asyncio.timeout(session.sub_query_timeout_secs):
             completion = await self.client.complete(
                 messages, model=self.child_model, max_tokens=max_tokens
@@ -278,6 +283,7 @@ class RlmManager:
             on_usage=self._count(session),
             workspace=self.workspace,
             sandbox=self.sandbox_config,
+            redactor=self.redactor,
         )
         await nested.open(
             "sub",
@@ -293,14 +299,15 @@ class RlmManager:
                 handles=self.handles,
                 # The user approved the eval that asked for this sub-REPL: its code
                 # runs under that approval, in the same kind of kernel.
-                always_allowed={approval_scope("rlm_eval", {"name": "sub"})},
+                always_allowed={approval_rule("rlm_eval", {"name": "sub"})},
+                redactor=self.redactor,
             ),
             conversation=Conversation([{"role": "system", "content": SUB_RLM_PROMPT}]),
             model=self.child_model,
             max_steps=SUB_RLM_MAX_STEPS,
         )
         try:
-            result = await engine.run_turn(prompt)
+            result = await engine.run_turn(self.redactor.redact(prompt))
         finally:
             await nested.close_all()
         return result.final_text or result.error

@@ -63,7 +63,7 @@ class RlmOpen(_RlmTool):
         source = given[0]
         value = arguments[source]
         if source == "file_path":
-            text = read_text(context.path(value))
+            text = read_text(context.path(value), workspace=context.workspace)
         elif source == "content":
             text = str(value)
         elif source == "url":

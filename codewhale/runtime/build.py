@@ -6,6 +6,7 @@ nothing needs patching afterwards.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
 from codewhale.mcp.hub import McpHub
 from codewhale.mcp.registry import SessionTools
-from codewhale.paths import agent_definition_dirs, memory_file, user_dirs
+from codewhale.paths import memory_file, user_dirs
 from codewhale.permissions import Mode, ModeSwitch
+from codewhale.private_files import private_dir
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError
 from codewhale.providers.local_model import bundled_model_file, limits, missing_local_runtime
@@ -28,11 +30,12 @@ from codewhale.providers.pricing import cost_usd
 from codewhale.providers.settings import ProviderSettings
 from codewhale.rlm.sessions import RlmManager
 from codewhale.rlm.tools import rlm_tools
+from codewhale.runtime.redactor import session_redactor
 from codewhale.runtime.runtime import Runtime
 from codewhale.sandbox import describe, sandbox_status
 from codewhale.sessions.store import LoadedSession, SessionError, SessionInfo, SessionStore
 from codewhale.subagents.child import Opener
-from codewhale.subagents.definitions import load_definitions
+from codewhale.subagents.definition_trust import load_workspace_definitions
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.tools import agent_tools
@@ -71,6 +74,13 @@ def open_runtime(
         loaded = load_config(workspace=workspace, overrides=overrides)
     settings = loaded.provider_settings()
     dirs = user_dirs()
+    # The app's own folders hold sessions, logs and memory: 0700, even where an older
+    # version made them wider.
+    for folder in (dirs.data_dir, dirs.state_dir):
+        try:
+            private_dir(folder)
+        except OSError as error:
+            raise RuntimeSetupError(f"cannot use {folder}: {error.strerror or error}") from None
     local_server = _local_server(settings, dirs.state_dir)
     try:
         client = ChatClient(
@@ -111,6 +121,7 @@ def open_runtime(
         memory_file=memory_file(dirs),
         memory_enabled=loaded.config.memory.enabled,
         allow_private_network=loaded.config.network.allow_private,
+        redactor=session_redactor(loaded, workspace, os.environ),
     )
     if not messages:
         prompt = build_system_prompt(
@@ -127,9 +138,8 @@ def open_runtime(
     # the front end starts them, or the first model request does.
     mcp = McpHub.from_config(loaded.config.mcp, workspace, dirs)
     warnings += mcp.warnings
-    definitions = load_definitions(
-        agent_definition_dirs(workspace),
-        served_tools((tool.name for tool in builtin_tools), mcp.server_names()),
+    definitions = load_workspace_definitions(
+        workspace, served_tools((tool.name for tool in builtin_tools), mcp.server_names())
     )
     warnings += definitions.warnings()
 
@@ -169,6 +179,7 @@ def open_runtime(
         ),
         workspace=workspace,
         sandbox=sandbox,
+        redactor=context.redactor,
     )
 
     def transcript() -> str:

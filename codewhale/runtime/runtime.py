@@ -7,7 +7,7 @@ than in each front end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
 from codewhale.sessions.store import SessionInfo, SessionWriter
 from codewhale.subagents.catalog import TypeEntry
+from codewhale.subagents.definition_trust import pick_held, trust_held
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
 from codewhale.subagents.spawn import SpawnError, validate_model
@@ -112,6 +113,17 @@ class Runtime:
     def agent_types(self) -> list[TypeEntry]:
         """Roles and agent definitions as `codewhale agents types` lists them."""
         return self.manager.catalog.entries()
+
+    def trust_agent_types(self, names: Sequence[str]) -> list[str]:
+        """Trust these project agent definitions here (as `codewhale agents trust` does);
+        this session uses them from its next agent_open. Returns the names trusted."""
+        definitions = self.manager.definitions
+        try:
+            chosen = pick_held(definitions, names)
+        except LookupError as error:
+            raise RuntimeRequestError(str(error)) from None
+        trust_held(definitions, self.workspace, chosen)
+        return [hold.definition.name for hold in chosen]
 
     # -- turns -----------------------------------------------------------------------------
 

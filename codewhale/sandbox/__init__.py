@@ -3,8 +3,9 @@
 The shell classifier can only guess what a command does: `find -fprint0`, a
 `core.fsmonitor` hook or a workspace script named `cat` all look read-only to it.
 The sandbox makes the guess irrelevant to safety: a command whose conversation may
-not write runs on a read-only filesystem, a command that may not use the network
-has none, neither sees the app's secrets, and nothing it starts outlives it.
+not write runs on a read-only filesystem (and one that may keeps its repository's
+settings read-only), a command that may not use the network has none, nor Unix
+sockets, neither sees the app's secrets, and nothing it starts outlives it.
 On Linux the sandbox is bubblewrap; on macOS it is Seatbelt (`sandbox-exec`), which
 enforces the same rules where macOS can express them (seatbelt.py says where not).
 docs/SECURITY.md is the user-facing account of these rules.
@@ -12,27 +13,32 @@ docs/SECURITY.md is the user-facing account of these rules.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from codewhale.sandbox import bwrap, seatbelt
 from codewhale.sandbox.environment import NON_INTERACTIVE_ENV, PASSED_ENV, child_environment
-from codewhale.sandbox.hidden import hidden_paths
+from codewhale.sandbox.gitdir import git_settings
+from codewhale.sandbox.hidden import hidden_paths, socket_dirs
+from codewhale.sandbox.seccomp import program_fd
 from codewhale.sandbox.spec import Probe, SandboxSpec
 
 __all__ = [
     "NON_INTERACTIVE_ENV",
     "PASSED_ENV",
+    "Launch",
     "SandboxSpec",
     "SandboxStatus",
     "Switch",
     "child_environment",
     "describe",
+    "git_settings",
     "hidden_paths",
     "sandbox_status",
     "sandboxed",
@@ -75,20 +81,39 @@ def describe(status: SandboxStatus, enabled: Switch) -> str:
     return f"no sandbox ({status.reason}): {consequence}; see docs/SECURITY.md"
 
 
-def sandboxed(command: Sequence[str], spec: SandboxSpec) -> list[str]:
-    """`command` confined as `spec` allows; only call when sandbox_status() is available.
+@dataclass(frozen=True)
+class Launch:
+    """A command line to start, and the descriptors it must inherit (`pass_fds`)."""
 
-    On macOS each call makes a fresh scratch dir for the command's TMPDIR. Nothing
-    removes it when the command ends: it lives in the per-user temp dir, whose stale
-    entries macOS purges by itself.
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+
+@contextlib.contextmanager
+def sandboxed(command: Sequence[str], spec: SandboxSpec) -> Iterator[Launch]:
+    """`command` confined as `spec` allows: start it inside the `with` block, whose end
+    closes the descriptors passed to it. Only call when sandbox_status() is available.
+
+    On Linux an offline command gets the seccomp filter that keeps it off Unix sockets,
+    or where none could be loaded, /run and /var/run hidden. On macOS each call makes a
+    fresh scratch dir for the command's TMPDIR. Nothing removes it when the command
+    ends: it lives in the per-user temp dir, whose stale entries macOS purges by itself.
     """
     probe = _probe()
     if probe.launcher is None:
         raise RuntimeError(f"the sandbox is not available: {probe.reason}")
     if sys.platform == "darwin":
         scratch = Path(tempfile.mkdtemp(prefix="codewhale-sandbox-"))
-        return [*seatbelt.seatbelt_arguments(probe.launcher, spec, scratch), *command]
-    return [*bwrap.bwrap_arguments(probe.launcher, spec), "--", *command]
+        yield Launch([*seatbelt.seatbelt_arguments(probe.launcher, spec, scratch), *command])
+    elif spec.network:
+        yield Launch([*bwrap.bwrap_arguments(probe.launcher, spec), "--", *command])
+    elif probe.socket_filter is None:
+        spec = replace(spec, hidden=(*spec.hidden, *socket_dirs(spec.workspace)))
+        yield Launch([*bwrap.bwrap_arguments(probe.launcher, spec), "--", *command])
+    else:
+        with program_fd(probe.socket_filter) as fd:
+            arguments = bwrap.bwrap_arguments(probe.launcher, spec, seccomp_fd=fd)
+            yield Launch([*arguments, "--", *command], pass_fds=(fd,))
 
 
 def runs_under_init() -> bool:

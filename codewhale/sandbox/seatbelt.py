@@ -36,6 +36,11 @@ def seatbelt_parameters(spec: SandboxSpec, scratch: Path) -> dict[str, str]:
     """The paths seatbelt_profile() names, resolved: Seatbelt matches resolved paths only
     (a rule for /tmp/x never matches, since /tmp is a link to /private/tmp)."""
     parameters = {"WORKSPACE": _real(spec.workspace), "SCRATCH": _real(scratch)}
+    if spec.writable:
+        for index, path in enumerate(spec.pinned):
+            parameters[f"PINNED_{index}"] = _real(path)
+        for index, path in enumerate(spec.read_only):
+            parameters[f"READ_ONLY_{index}"] = _real(path)
     for index, path in enumerate(spec.hidden):
         parameters[_hidden_parameter(index)] = _real(path)
     return parameters
@@ -55,6 +60,12 @@ def seatbelt_profile(spec: SandboxSpec) -> str:
     ]
     if spec.writable:
         lines.append('(allow file-write* (subpath (param "WORKSPACE")))')
+        if spec.pinned or spec.read_only:
+            lines.append("; The repository's settings: `.git` stays put, its settings read-only.")
+        for index in range(len(spec.pinned)):
+            lines.append(f'(deny file-write* (literal (param "PINNED_{index}")))')
+        for index in range(len(spec.read_only)):
+            lines.append(f'(deny file-write* (subpath (param "READ_ONLY_{index}")))')
     lines += [
         "; The command's TMPDIR: macOS has no private /tmp to give it.",
         '(allow file-write* (subpath (param "SCRATCH")))',

@@ -21,19 +21,27 @@ class SandboxSpec:
     hidden: tuple[Path, ...] = ()
     # Directories shown read-only even under the private /tmp (the RLM kernel's Python).
     visible: tuple[Path, ...] = ()
+    # Inside a writable workspace (gitdir.py): directories kept in place, writable but not
+    # to be renamed or removed, then paths kept read-only (the repository's settings).
+    pinned: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
 class Probe:
     launcher: str | None  # the bwrap or sandbox-exec that confines commands here
     reason: str
+    # Linux: the seccomp program that keeps offline commands off Unix sockets, if bwrap
+    # could load it here (seccomp.py).
+    socket_filter: bytes | None = None
 
 
-def failure(argv: list[str]) -> str | None:
+def failure(argv: list[str], pass_fds: tuple[int, ...] = ()) -> str | None:
     """Why `argv` fails (the last line of its stderr), or None if it exits 0."""
     try:
         done = subprocess.run(
             argv,
+            pass_fds=pass_fds,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=PROBE_TIMEOUT_SECS,

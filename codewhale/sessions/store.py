@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from codewhale import __version__
+from codewhale.private_files import private_dir, private_opener
 
 # Events worth keeping in the session file (deltas are not: the messages hold the text).
 RECORDED_EVENTS = frozenset(
@@ -73,10 +74,10 @@ class SessionWriter:
     recorded_events = RECORDED_EVENTS
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path = path
-        self._file: IO[str] = path.open("a", encoding="utf-8")
-        os.chmod(path, 0o600)
+        # Open for the writer's life (close() closes it); created 0600.
+        self._file: IO[str] = open(path, "a", encoding="utf-8", opener=private_opener)  # noqa: SIM115
         self._written_messages = 0
 
     def _write(self, record: dict[str, Any]) -> None:

@@ -15,7 +15,12 @@ from typing import Any
 
 from codewhale.config_models import SubagentsConfig
 from codewhale.mcp import names as mcp_names
-from codewhale.subagents.definitions import BUILTIN, AgentDefinition, DefinitionSet
+from codewhale.subagents.definitions import (
+    BUILTIN,
+    AgentDefinition,
+    DefinitionSet,
+    HeldDefinition,
+)
 from codewhale.subagents.roles import (
     AGENT_TOOLS,
     Role,
@@ -46,10 +51,14 @@ class TypeEntry:
     error: str | None = None
     # A same-named definition in a stronger location is used instead of this one.
     shadowed_by: str | None = None
+    # A project definition waiting for the user's trust: why, and what is used meanwhile.
+    not_trusted: str | None = None
+    # Waiting whole (it shadows a built-in): listed, not used until trusted.
+    held: bool = False
 
     @property
     def usable(self) -> bool:
-        return self.error is None and self.shadowed_by is None
+        return self.error is None and self.shadowed_by is None and not self.held
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +72,7 @@ class TypeEntry:
             "warnings": list(self.warnings),
             "error": self.error,
             "shadowed_by": self.shadowed_by,
+            "not_trusted": self.not_trusted,
         }
 
 
@@ -82,9 +92,18 @@ class AgentCatalog:
     # -- for users ----------------------------------------------------------------------
 
     def entries(self) -> list[TypeEntry]:
-        """Roles, then definitions strongest first, then shadowed ones, then broken files."""
+        """Roles, definitions strongest first, held ones, shadowed ones, broken files."""
+        held = {hold.definition.source: hold for hold in self.definitions.held}
         entries = [self._role_entry(role) for role in Role]
-        entries += [self._definition_entry(d) for d in self.definitions.definitions.values()]
+        entries += [
+            self._definition_entry(d, hold=held.get(d.source))
+            for d in self.definitions.definitions.values()
+        ]
+        entries += [
+            self._definition_entry(hold.definition, hold=hold)
+            for hold in self.definitions.held
+            if hold.shadows
+        ]
         for shadowed in self.definitions.shadowed:
             winner = self.definitions.definitions[shadowed.name].source
             entries.append(self._definition_entry(shadowed, shadowed_by=winner))
@@ -113,7 +132,10 @@ class AgentCatalog:
         )
 
     def _definition_entry(
-        self, definition: AgentDefinition, shadowed_by: str | None = None
+        self,
+        definition: AgentDefinition,
+        shadowed_by: str | None = None,
+        hold: HeldDefinition | None = None,
     ) -> TypeEntry:
         role = definition.base_role
         return TypeEntry(
@@ -126,6 +148,8 @@ class AgentCatalog:
             color=definition.color,
             warnings=definition.warnings,
             shadowed_by=shadowed_by,
+            not_trusted=hold.note if hold is not None else None,
+            held=hold is not None and hold.shadows,
         )
 
     def _posture_tools(self, role: Role, listed: tuple[str, ...] | None) -> list[str]:
@@ -171,7 +195,8 @@ class AgentCatalog:
             if not match:
                 names = ", ".join(entry.name for entry in entries)
                 raise LookupError(f"No agent type '{name}'. Types: {names}")
-            return match[0].to_json()
+            # Trusting is the user's decision: the model is not handed the command for it.
+            return {k: v for k, v in match[0].to_json().items() if k != "not_trusted"}
         return {
             "types": [
                 {
@@ -216,6 +241,8 @@ def format_entries(entries: Sequence[TypeEntry]) -> str:
         )
         if entry.shadowed_by:
             block += f"\n  not used: {entry.shadowed_by} defines '{entry.name}' too and comes first"
+        if entry.not_trusted:
+            block += f"\n  {entry.not_trusted}"
         block += "".join(f"\n  warning: {warning}" for warning in entry.warnings)
         blocks.append(block)
     return "\n".join(blocks)

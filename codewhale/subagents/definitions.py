@@ -6,12 +6,16 @@ the built-ins shipped in `codewhale/data/agents/`. A name in a stronger location
 shadows the same name in a weaker one. Claude Code files load unchanged: their
 tool names map to ours, model aliases defer to the configured model, and what we
 cannot honour is reported as a warning on the definition. A broken file is an
-error naming its path and line; the other files still load.
+error naming its path and line; the other files still load. A project definition
+that shadows a built-in or names a model waits for the user's trust
+(definition_trust decides which; `DefinitionSet.choose` applies it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -75,6 +79,8 @@ class AgentDefinition:
     warnings: tuple[str, ...] = ()
     # `isolation: worktree`: opened in a git worktree of its own unless agent_open says otherwise.
     isolation: Isolation = Isolation.NONE
+    # sha256 of the file as read: what trusting a project definition pins.
+    digest: str = ""
 
     def model_for(self, base_url: str) -> str | None:
         """The model this definition asks for on that endpoint; None defers to the config."""
@@ -110,11 +116,12 @@ def parse_definition(text: str, source: str, known_tools: AbstractSet[str]) -> A
     except FrontmatterError as error:
         raise DefinitionParseError(error.line, error.reason) from None
     try:
-        return _definition(front, source, known_tools)
+        definition = _definition(front, source, known_tools)
     except DefinitionParseError:
         if front.yaml_error is not None:  # the line-by-line reading guessed wrong
             raise DefinitionParseError(front.yaml_error.line, front.yaml_error.reason) from None
         raise
+    return replace(definition, digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) -> AgentDefinition:
@@ -200,15 +207,59 @@ def _color(raw: object, warnings: list[str]) -> str | None:
     return color
 
 
+@dataclass(frozen=True)
+class HeldDefinition:
+    """A project definition held back until the user trusts it (definition_trust)."""
+
+    definition: AgentDefinition
+    reasons: tuple[str, ...]  # "it shadows the built-in explore role", ...
+    # True: the name keeps meaning what it meant without the file; False: the
+    # definition is used, but not the model it names.
+    shadows: bool
+    instead: str  # what is used meanwhile, in words
+
+    @property
+    def note(self) -> str:
+        """Why it is held, what is used instead and how to trust it, in one line."""
+        name = self.definition.name
+        return (
+            f"not trusted: {'; '.join(self.reasons)}; {self.instead} until you run "
+            f"`codewhale agents trust {name}` or `/agent trust {name}`"
+        )
+
+
 @dataclass
 class DefinitionSet:
     definitions: dict[str, AgentDefinition]
     errors: list[DefinitionError] = field(default_factory=list)
     # Definitions a same-named one in a stronger location replaced: listed, never used.
     shadowed: list[AgentDefinition] = field(default_factory=list)
+    # Project definitions waiting for the user's trust; see `choose`.
+    held: list[HeldDefinition] = field(default_factory=list)
+    # Every definition read, strongest location first: what `choose` picks from.
+    loaded: list[AgentDefinition] = field(default_factory=list)
 
     def names(self) -> list[str]:
         return sorted(self.definitions)
+
+    def choose(self, holds: Mapping[str, HeldDefinition]) -> None:
+        """Which definition each name means, strongest first, given the holds by source.
+
+        A held definition that shadows yields its name to the next one (or the built-in
+        role); one held for its model alone is used without it.
+        """
+        self.definitions, self.shadowed, self.held = {}, [], []
+        for definition in self.loaded:
+            if definition.name in self.definitions:
+                self.shadowed.append(definition)
+                continue
+            hold = holds.get(definition.source)
+            if hold is not None:
+                self.held.append(hold)
+                if hold.shadows:
+                    continue
+                definition = replace(definition, model=None)
+            self.definitions[definition.name] = _with_clash_note(definition)
 
     def warnings(self) -> list[str]:
         """One line per problem worth telling the user at start: errors, then warnings."""
@@ -218,6 +269,9 @@ class DefinitionSet:
                 f"agent '{definition.name}' ({definition.source}): {warning}"
                 for warning in definition.warnings
             ]
+        lines += [
+            f"agent '{h.definition.name}' ({h.definition.source}): {h.note}" for h in self.held
+        ]
         return lines
 
 
@@ -230,11 +284,8 @@ def load_definitions(
     if builtins:
         scopes.append(_builtin_files())
     for files in scopes:
-        for definition in _load_scope(files, known_tools, loaded.errors):
-            if definition.name not in loaded.definitions:
-                loaded.definitions[definition.name] = _with_clash_note(definition)
-            else:
-                loaded.shadowed.append(definition)
+        loaded.loaded += _load_scope(files, known_tools, loaded.errors)
+    loaded.choose({})
     return loaded
 
 

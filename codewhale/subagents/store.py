@@ -23,6 +23,7 @@ from filelock import FileLock
 
 from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths
+from codewhale.private_files import FILE_MODE, private_dir, private_opener
 from codewhale.subagents.records import MAX_EVENTS, WorkerRecord
 
 SCHEMA_VERSION = 1
@@ -64,8 +65,8 @@ class SubagentStore:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.lock_file.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(self.lock_file):
+        private_dir(self.lock_file.parent)
+        with FileLock(self.lock_file, mode=FILE_MODE):
             yield
 
     def load(self) -> list[WorkerRecord]:
@@ -143,7 +144,7 @@ class SubagentStore:
             f'"agents":[{agents}]}}'
         )
         with self._locked():
-            atomic_write_text(self.state_file, text, mode=0o644)
+            atomic_write_text(self.state_file, text, mode=FILE_MODE)
             # Only now: a crash before the snapshot landed still needs the older journals.
             for number, path in self._journals():
                 if number < generation:
@@ -162,10 +163,10 @@ class SubagentStore:
             path = self.journal_path(generation)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             try:
-                descriptor = os.open(path, flags, 0o644)
+                descriptor = os.open(path, flags, FILE_MODE)
             except FileNotFoundError:  # the state folder was removed meanwhile
-                path.parent.mkdir(parents=True, exist_ok=True)
-                descriptor = os.open(path, flags, 0o644)
+                private_dir(path.parent)
+                descriptor = os.open(path, flags, FILE_MODE)
             self._journal = (generation, descriptor)
         view = memoryview(data)
         while view:
@@ -220,17 +221,17 @@ class SubagentStore:
 
     def rewrite_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
-        atomic_write_text(self.transcript_path(agent_id), text, mode=0o644)
+        atomic_write_text(self.transcript_path(agent_id), text, mode=FILE_MODE)
 
     def append_transcript(self, agent_id: str, messages: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in messages)
         path = self.transcript_path(agent_id)
         try:
-            with open(path, "a", encoding="utf-8") as handle:
+            with open(path, "a", encoding="utf-8", opener=private_opener) as handle:
                 handle.write(text)
         except FileNotFoundError:  # the first transcript (or someone removed the folder)
-            self.transcripts_dir.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as handle:
+            private_dir(self.transcripts_dir)
+            with open(path, "a", encoding="utf-8", opener=private_opener) as handle:
                 handle.write(text)
 
 

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from codewhale.approval_rules import ApprovalRule
 from codewhale.authority import Authority
 from codewhale.handles import HandleStore
 from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, confine
+from codewhale.redaction import Redactor
 from codewhale.tools.journal import ChangeJournal
 from codewhale.work_state import WorkState
 
@@ -36,10 +38,12 @@ class ToolContext:
     memory_file: Path | None = None
     memory_enabled: bool = False
     allow_private_network: bool = False
+    # The session's secrets, replaced in every tool result; shared by the whole tree.
+    redactor: Redactor = field(default_factory=Redactor)
     # What this conversation may do; checked by the dispatcher before any approval.
     authority: Authority = field(default_factory=Authority.full)
-    # "Always allow" answers (permissions.approval_scope keys), shared by the whole tree.
-    always_allowed: set[str] = field(default_factory=set)
+    # Rules granted by "always" answers, shared by the whole tree.
+    always_allowed: set[ApprovalRule] = field(default_factory=set)
 
     @property
     def mode(self) -> Mode:
@@ -53,6 +57,12 @@ class ToolContext:
             return confine(self.workspace, raw.strip())
         except ValueError as error:
             raise ToolError(str(error)) from None
+        except OSError as error:
+            # Resolving reads each symlink on the way; one being swapped meanwhile fails.
+            raise ToolError(
+                f"{raw.strip()}: the path cannot be resolved ({error.strerror}); "
+                "it may be changing, try again"
+            ) from None
 
 
 @dataclass(frozen=True)

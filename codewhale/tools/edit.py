@@ -150,7 +150,7 @@ class EditFile(PathWriter):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path, name, _, updated, tier = _planned_edit(arguments, context)
-        diff = write_with_journal(context, path, updated)
+        diff, _ = write_with_journal(context, path, updated)
         note = "" if tier == "exact" else f" (matched after normalising {tier})"
         return ToolResult(f"Edited {name}{note}.\n{diff}", display=diff)
 
@@ -161,7 +161,7 @@ def _planned_edit(
     """(path, its workspace name, the text now, the text after the edit, the match tier)."""
     path = context.path(arguments["path"])
     name = relative_to_workspace(context.workspace, path)
-    content = read_text(path, name, "edited")
+    content = read_text(path, name, "edited", workspace=context.workspace)
     updated, tier = apply_edit(
         content,
         arguments["old_string"],

@@ -2,7 +2,9 @@
 
 Only regular files with a single hard link are read, searched or written: opening a FIFO
 blocks, opening a device can have side effects, and a second hard link makes a workspace
-path an alias of a file that may lie outside the workspace.
+path an alias of a file that may lie outside the workspace. Every file is reached through
+the workspace opener (workspace_fs), never by name, so a symlink swapped into its path
+after confine() checked it cannot redirect the read or write.
 """
 
 from __future__ import annotations
@@ -12,12 +14,21 @@ import difflib
 import os
 import stat
 from collections.abc import Iterator, Mapping
+from contextlib import suppress
 from io import BufferedReader
 from pathlib import Path
 from typing import Any
 
 from codewhale.permissions import ApprovalClass, relative_to_workspace
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.tools.workspace_fs import (
+    NoSuchPath,
+    lstat_beneath,
+    lstat_in,
+    open_directory,
+    open_in,
+    parent_directory,
+)
 
 MAX_READ_BYTES = 256 * 1024
 MAX_READ_LINES = 2000
@@ -62,20 +73,19 @@ def lstat(path: Path, label: str) -> os.stat_result:
 
 
 def open_regular(
-    path: Path, label: str, verb: str = "read", *, single_link: bool = True
+    path: Path, label: str, verb: str = "read", *, workspace: Path, single_link: bool = True
 ) -> BufferedReader:
     """Open a file `check_regular` accepts for reading, never blocking on a FIFO.
 
-    lstat comes first so a device is never opened; the open itself is non-blocking and
-    refuses a symlink, and fstat re-checks what was opened, so a FIFO or link swapped in
+    The file is reached through the workspace opener, so no symlink swapped into its path
+    can redirect the read. lstat comes first so a device is never opened; the open itself
+    is non-blocking, and fstat re-checks what was opened, so a FIFO or link swapped in
     between the two is refused too.
     """
-    before = lstat(path, label)
-    check_regular(before, label, verb, single_link=single_link)
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as error:
-        raise ToolError(f"{label} cannot be {verb}: {error.strerror}") from None
+    with parent_directory(workspace, path, label) as (directory, name):
+        before = lstat_in(directory, name, label)
+        check_regular(before, label, verb, single_link=single_link)
+        descriptor = open_in(directory, name, os.O_RDONLY | os.O_NONBLOCK, label, verb)
     stream = os.fdopen(descriptor, "rb")
     try:
         after = os.fstat(descriptor)
@@ -93,35 +103,36 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample[:8192]
 
 
-def read_text(path: Path, label: str | None = None, verb: str = "read") -> str:
+def read_text(path: Path, label: str | None = None, verb: str = "read", *, workspace: Path) -> str:
     """A whole text file, or a ToolError naming it `label` (default: its name) saying why not."""
     label = label or path.name
-    with open_regular(path, label, verb) as stream:
+    with open_regular(path, label, verb, workspace=workspace) as stream:
         data = stream.read()
     if is_binary(data):
         raise ToolError(f"{label} is a binary file ({len(data)} bytes); not shown")
     return data.decode("utf-8", errors="replace")
 
 
-def check_writable(path: Path, label: str) -> None:
+def check_writable(path: Path, label: str, *, workspace: Path) -> None:
     """Refuse before any change to write over anything but a regular, singly linked file."""
-    if os.path.lexists(path):
-        check_regular(lstat(path, label), label, "written")
+    info = lstat_beneath(workspace, path, label)
+    if info is not None:
+        check_regular(info, label, "written")
 
 
-def write_regular(path: Path, text: str | bytes, label: str) -> None:
+def write_regular(path: Path, text: str | bytes, label: str, *, workspace: Path) -> None:
     """Write `text` to `path` in place, never into a FIFO, a device or a shared inode.
 
-    The file is opened without O_TRUNC and checked with fstat first, so one swapped in
-    after check_writable is refused before a byte of it changes.
+    Missing parents are made, and the file opened, through the workspace opener, so no
+    symlink swapped into the path can carry the write outside. The file is opened without
+    O_TRUNC and checked with fstat first, so one swapped in after the lstat check is
+    refused before a byte of it changes.
     """
-    check_writable(path, label)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        descriptor = os.open(path, flags, 0o666)
-    except OSError as error:
-        raise ToolError(f"{label} cannot be written: {error.strerror}") from None
+    with parent_directory(workspace, path, label, create=True) as (directory, name):
+        with suppress(NoSuchPath):
+            check_regular(lstat_in(directory, name, label), label, "written")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK
+        descriptor = open_in(directory, name, flags, label, "written")
     with os.fdopen(descriptor, "wb") as stream:
         check_regular(os.fstat(descriptor), label, "written")
         stream.truncate()
@@ -142,21 +153,24 @@ def unified_diff(before: str, after: str, name: str) -> str:
 INLINE_READ_BYTES = 64 * 1024
 
 
-def current_text(path: Path, label: str) -> str:
-    """The file's text before a write ('' if it does not exist yet)."""
-    if not os.path.lexists(path):
-        return ""
-    with open_regular(path, label, "written") as stream:
-        return stream.read().decode("utf-8", errors="replace")
+def current_bytes(workspace: Path, path: Path, label: str) -> bytes | None:
+    """The file's content before a write (None if it does not exist yet)."""
+    try:
+        with open_regular(path, label, "written", workspace=workspace) as stream:
+            return stream.read()
+    except NoSuchPath:
+        return None
 
 
-def write_with_journal(context: ToolContext, path: Path, text: str) -> str:
-    """Write `text`, recording the pre-image for revert_turn; returns the diff."""
+def write_with_journal(context: ToolContext, path: Path, text: str) -> tuple[str, bool]:
+    """Write `text`, recording the pre-image for revert_turn; returns the diff, and
+    whether the file was created."""
     label = relative_to_workspace(context.workspace, path)
-    before = current_text(path, label)
-    context.journal.before_write(path)
-    write_regular(path, text, label)
-    return unified_diff(before, text, label)
+    image = current_bytes(context.workspace, path, label)
+    context.journal.before_write(path, image)
+    write_regular(path, text, label, workspace=context.workspace)
+    before = (image or b"").decode("utf-8", errors="replace")
+    return unified_diff(before, text, label), image is None
 
 
 def _lines(stream: BufferedReader) -> Iterator[bytes]:
@@ -175,12 +189,14 @@ def _decode(line: bytes) -> str:
     return line.decode("utf-8", errors="replace")
 
 
-def read_range(path: Path, label: str, start: int, end: int | None, whole: bool) -> str:
+def read_range(
+    workspace: Path, path: Path, label: str, start: int, end: int | None, whole: bool
+) -> str:
     """Lines `start`..`end` with numbers, streamed: nothing past the range is kept.
 
     `whole` says no start line was given, which a large file does not allow.
     """
-    with open_regular(path, label) as stream:
+    with open_regular(path, label, workspace=workspace) as stream:
         size = os.fstat(stream.fileno()).st_size
         if whole and size > LARGE_FILE_BYTES:
             raise ToolError(
@@ -246,21 +262,22 @@ class ReadFile(Tool):
         if end is not None and end < start:
             raise ToolError(f"end_line {end} is before start_line {start}")
         whole = "start_line" not in arguments
-        if _small_regular_file(path):
+        read = (context.workspace, path, label, start, end, whole)
+        if _small_regular_file(context.workspace, path, label):
             # A hop to a worker thread costs more than reading a few KB (≈0.25 ms a step).
-            return ToolResult(read_range(path, label, start, end, whole))
+            return ToolResult(read_range(*read))
         # In a thread: a range deep into a big file takes a while, and the dispatcher's
         # time limit can only end a call that gives the event loop back.
-        return ToolResult(await asyncio.to_thread(read_range, path, label, start, end, whole))
+        return ToolResult(await asyncio.to_thread(read_range, *read))
 
 
-def _small_regular_file(path: Path) -> bool:
+def _small_regular_file(workspace: Path, path: Path, label: str) -> bool:
     """Small enough to read on the event loop (anything else, FIFOs included, is not)."""
     try:
-        info = path.lstat()
-    except OSError:
+        info = lstat_beneath(workspace, path, label)
+    except ToolError:
         return False
-    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
+    return info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
 
 
 class ListDir(Tool):
@@ -273,20 +290,31 @@ class ListDir(Tool):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments.get("path") or ".")
-        if not path.is_dir():
-            raise ToolError(f"{arguments.get('path')}: not a directory")
-        entries = sorted(path.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-        entries = [entry for entry in entries if entry.name != ".git"]
-        lines = []
-        for entry in entries[:MAX_LIST_ENTRIES]:
-            if entry.is_dir():
-                lines.append(f"{entry.name}/")
-            else:
-                size = entry.lstat().st_size
-                lines.append(f"{entry.name}  ({size} bytes)")
-        if len(entries) > MAX_LIST_ENTRIES:
-            lines.append(f"[{len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
+        label = relative_to_workspace(context.workspace, path)
+        descriptor = open_directory(context.workspace, path, label)
+        try:
+            lines = _listing(descriptor)
+        finally:
+            os.close(descriptor)
         return ToolResult("\n".join(lines) or "(empty directory)")
+
+
+def _listing(descriptor: int) -> list[str]:
+    """list_dir's lines for the directory open as `descriptor`: directories first, then files."""
+    with os.scandir(descriptor) as scan:
+        entries = [entry for entry in scan if entry.name != ".git"]
+    # Each entry is looked up in this directory's descriptor, so nothing swapped in above
+    # it is listed; is_dir() follows a symlink, as listing always did, to say "dir/".
+    entries.sort(key=lambda entry: (not entry.is_dir(), entry.name))
+    lines = [
+        f"{entry.name}/"
+        if entry.is_dir()
+        else f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size} bytes)"
+        for entry in entries[:MAX_LIST_ENTRIES]
+    ]
+    if len(entries) > MAX_LIST_ENTRIES:
+        lines.append(f"[{len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
+    return lines
 
 
 class PathWriter(Tool):
@@ -316,13 +344,13 @@ class WriteFile(PathWriter):
         """The file as it is against the new content: the diff run() would return."""
         path = context.path(arguments["path"])
         label = relative_to_workspace(context.workspace, path)
-        return unified_diff(current_text(path, label), arguments["content"], label)
+        before = current_bytes(context.workspace, path, label) or b""
+        return unified_diff(before.decode("utf-8", errors="replace"), arguments["content"], label)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])
-        existed = os.path.lexists(path)
-        diff = write_with_journal(context, path, arguments["content"])
+        diff, created = write_with_journal(context, path, arguments["content"])
         name = relative_to_workspace(context.workspace, path)
-        verb = "Updated" if existed else "Created"
+        verb = "Created" if created else "Updated"
         lines = arguments["content"].count("\n") + 1
         return ToolResult(f"{verb} {name} ({lines} lines).", display=diff)

@@ -16,13 +16,16 @@ class ChangeJournal:
     def begin_turn(self, turn: int) -> None:
         self.current_turn = turn
 
-    def before_write(self, path: Path) -> None:
-        """Record `path`'s content unless this turn already recorded it."""
+    def before_write(self, path: Path, image: bytes | None) -> None:
+        """Record `image`, `path`'s content before a write, unless this turn already has one.
+
+        The caller reads it through the workspace opener, as it reads anything it writes:
+        read here by name, a swapped-in symlink could record an outside file's content,
+        which a revert would then copy into the workspace.
+        """
         if not self.turns or self.turns[-1][0] != self.current_turn:
             self.turns.append((self.current_turn, {}))
-        images = self.turns[-1][1]
-        if path not in images:
-            images[path] = path.read_bytes() if path.is_file() else None
+        self.turns[-1][1].setdefault(path, image)
 
     def take(self, count: int) -> list[tuple[Path, bytes | None]]:
         """Remove and return the pre-images of the last `count` turns, newest first.

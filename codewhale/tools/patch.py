@@ -10,7 +10,8 @@ from typing import Any
 
 from codewhale.permissions import ApprovalClass
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codewhale.tools.files import check_writable, read_text, write_regular
+from codewhale.tools.files import check_writable, current_bytes, read_text, write_regular
+from codewhale.tools.workspace_fs import lstat_beneath, remove
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -148,27 +149,30 @@ class ApplyPatch(Tool):
                 raise ToolError("a file patch has /dev/null on both sides")
             path = context.path(target)
             if patch.old_path is None:
-                if path.exists():
+                if lstat_beneath(context.workspace, path, target) is not None:
                     raise ToolError(f"{target}: patch creates it, but it already exists")
                 original = [""]  # an empty file; the join below ends it with a newline
             else:
                 source = context.path(patch.old_path)
-                original = read_text(source, patch.old_path, "patched").split("\n")
+                original = read_text(
+                    source, patch.old_path, "patched", workspace=context.workspace
+                ).split("\n")
             if patch.new_path is None:
                 planned.append((path, None, target))
                 continue
             # Refused now, while nothing is written yet (write_regular checks again).
-            check_writable(path, target)
+            check_writable(path, target, workspace=context.workspace)
             updated = _apply_hunks(original, patch, target)
             planned.append((path, "\n".join(updated), target))
         # Every hunk matched: only now touch the disk.
         summary = []
         for path, content, label in planned:
-            context.journal.before_write(path)
+            image = current_bytes(context.workspace, path, label)
+            context.journal.before_write(path, image)
             if content is None:
-                path.unlink()
+                remove(context.workspace, path, label)
                 summary.append(f"deleted {label}")
             else:
-                write_regular(path, content, label)
+                write_regular(path, content, label, workspace=context.workspace)
                 summary.append(f"patched {label}")
         return ToolResult("Applied patch: " + ", ".join(summary) + ".", display=arguments["patch"])

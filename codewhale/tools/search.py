@@ -272,7 +272,7 @@ def _python_grep(target: Path, root: Path, options: _GrepOptions) -> _Found:
         if any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(relative, g) for g in options.exclude):
             continue
         try:
-            with open_regular(path, relative, "searched") as stream:
+            with open_regular(path, relative, "searched", workspace=root) as stream:
                 data = stream.read()
         except HardLinkedFile:
             found.hard_linked.add(relative)

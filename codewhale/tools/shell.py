@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.config_models import SandboxConfig
-from codewhale.permissions import ApprovalClass, CommandClass, Mode
+from codewhale.permissions import ApprovalClass, CommandClass, Mode, unsandboxed_refusal
 from codewhale.sandbox import (
+    Launch,
     SandboxSpec,
     child_environment,
+    git_settings,
     hidden_paths,
     sandbox_status,
     sandboxed,
@@ -36,19 +38,24 @@ KILL_GRACE_SECS = 2.0
 def sandbox_spec(context: ToolContext, cwd: Path, hide: list[str]) -> SandboxSpec:
     """What this conversation's commands may reach, from its authority and the current mode.
 
-    The workspace is writable only if the authority may write and the mode is not Plan.
-    The network is there only for a shell that may run anything: read-only and test
+    The workspace is writable only if the authority may write and the mode is not Plan,
+    and even then its repository's settings (`.git/config`, hooks, info) are not. The
+    network is there only for a shell that may run anything: read-only and test
     commands have no need of it, and without it a read-only agent cannot send out
     what it has read.
     """
     live = context.mode is not Mode.PLAN
     authority = context.authority
+    writable = live and authority.writes
+    git = git_settings(context.workspace) if writable else None
     return SandboxSpec(
         workspace=context.workspace.resolve(),
         cwd=cwd,
-        writable=live and authority.writes,
+        writable=writable,
         network=live and authority.shell is CommandClass.OTHER,
         hidden=hidden_paths(context.workspace, hide, os.environ),
+        pinned=git.pinned if git else (),
+        read_only=git.read_only if git else (),
     )
 
 
@@ -98,17 +105,18 @@ class ExecShell(Tool):
             max(int(arguments.get("timeout_secs") or DEFAULT_TIMEOUT_SECS), 1), MAX_TIMEOUT_SECS
         )
         cwd = context.path(arguments.get("cwd") or ".")
-        argv = self._argv(command, context, cwd)
         started = time.monotonic()
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=child_environment(os.environ, self._sandbox.pass_env),
-            start_new_session=True,  # its own process group, so we can kill all of it
-        )
+        with self._launch(command, context, cwd) as launch:
+            process = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                cwd=cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                env=child_environment(os.environ, self._sandbox.pass_env),
+                start_new_session=True,  # its own process group, so we can kill all of it
+                pass_fds=launch.pass_fds,
+            )
         chunks: list[bytes] = []
         assert process.stdout is not None
         reader = asyncio.create_task(self._read_all(process.stdout, chunks))
@@ -140,7 +148,9 @@ class ExecShell(Tool):
         )
         return ToolResult(f"{header}\n{shown}".rstrip(), ok=status == "exited" and code == 0)
 
-    def _argv(self, command: str, context: ToolContext, cwd: Path) -> list[str]:
+    def _launch(
+        self, command: str, context: ToolContext, cwd: Path
+    ) -> contextlib.AbstractContextManager[Launch]:
         """bash -c COMMAND, inside the sandbox when it can start."""
         shell = ["bash", "-c", command]
         status = sandbox_status(self._sandbox.enabled)
@@ -151,7 +161,10 @@ class ExecShell(Tool):
                 f"Commands must run sandboxed ([sandbox] enabled = true), but the sandbox "
                 f"cannot start: {status.reason}. The command was not run."
             )
-        return shell
+        refusal = unsandboxed_refusal(command)
+        if refusal is not None:
+            raise ToolError(refusal)
+        return contextlib.nullcontext(Launch(shell))
 
     async def _read_all(self, stream: asyncio.StreamReader, chunks: list[bytes]) -> None:
         while block := await stream.read(65536):

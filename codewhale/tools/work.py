@@ -9,8 +9,10 @@ from typing import Any
 
 from codewhale.handles import HandleError
 from codewhale.permissions import ApprovalClass, Mode, relative_to_workspace
+from codewhale.private_files import private_dir, private_opener
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 from codewhale.tools.files import write_regular
+from codewhale.tools.workspace_fs import remove
 from codewhale.work_state import STATUSES, Item
 
 _ITEM_SCHEMA = {
@@ -115,8 +117,8 @@ class Remember(Tool):
         if not note:
             raise ToolError("note must not be empty")
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        context.memory_file.parent.mkdir(parents=True, exist_ok=True)
-        with context.memory_file.open("a", encoding="utf-8") as handle:
+        private_dir(context.memory_file.parent)
+        with open(context.memory_file, "a", encoding="utf-8", opener=private_opener) as handle:
             handle.write(f"- ({stamp}) {note}\n")
         return ToolResult(f"Remembered: {note}")
 
@@ -146,9 +148,10 @@ class RevertTurn(Tool):
             label = relative_to_workspace(context.workspace, path)
             try:
                 if content is None:
-                    path.unlink(missing_ok=True)  # removes a name only; never writes through
+                    # Removes a name only, in its own directory: never writes through.
+                    remove(context.workspace, path, label, missing_ok=True)
                 else:
-                    write_regular(path, content, label)
+                    write_regular(path, content, label, workspace=context.workspace)
             except ToolError as error:
                 refused.append(str(error))
             except OSError as error:

@@ -66,8 +66,9 @@ class ApprovalScreen(ArmedKeys, ModalScreen[str]):
                     preview = clean_text(request.preview)
                     body = diff_renderable(preview) if looks_like_diff(preview) else Text(preview)
                     yield Static(body, classes="preview")
+            # The rule "always" stores, read before the choice rather than found out after.
             yield Static(
-                f"“Always” allows {_scope_text(request.scope or request.tool)} for this session.",
+                f"“Always” allows, for this session: {always_rule(request)}",
                 classes="scope",
                 markup=False,
             )
@@ -94,15 +95,6 @@ def asker(requester: str) -> str:
     return f"Sub-agent {clean_text(requester)}"
 
 
-def _scope_text(scope: str) -> str:
-    """`exec_shell:git status` → "`git status` commands"; an exact scope is this command only."""
-    tool, _, detail = scope.partition(":")
-    if not detail:
-        return f"every {tool} call"
-    if detail.startswith("="):
-        return "this exact command" if tool == "exec_shell" else "this exact call"
-    if tool == "fetch_url":
-        return f"fetching from {clean_text(detail)}"
-    if tool == "rlm_eval":
-        return f"running code in RLM session `{clean_text(detail)}`"
-    return f"`{clean_text(detail)}` commands"
+def always_rule(request: events.ApprovalRequested) -> str:
+    """The rule an "always" answer grants, in words (a request built without one: the tool)."""
+    return clean_text(request.scope) or f"every {clean_text(request.tool)} call"

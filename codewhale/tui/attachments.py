@@ -85,7 +85,7 @@ def collect(workspace: Path, message: str) -> list[Attachment]:
         elif budget <= 0:
             found.append(Attachment(label, omitted=f"{MAX_TOTAL_CHARS:,} characters in all"))
         else:
-            item = _read(path, label, min(MAX_FILE_CHARS, budget))
+            item = _read(workspace, path, label, min(MAX_FILE_CHARS, budget))
             budget -= len(item.text)
             found.append(item)
     return found
@@ -106,10 +106,10 @@ def _workspace_file(workspace: Path, raw: str) -> tuple[Path, str] | None:
     return None
 
 
-def _read(path: Path, label: str, limit: int) -> Attachment:
+def _read(workspace: Path, path: Path, label: str, limit: int) -> Attachment:
     try:
         # The file tools' rule: regular files only, never a FIFO or a hard-linked alias.
-        with open_regular(path, label) as stream:
+        with open_regular(path, label, workspace=workspace) as stream:
             data = stream.read(_MAX_FILE_BYTES)
     except ToolError as error:
         return Attachment(label, omitted=str(error))

@@ -46,6 +46,9 @@ async def _agent(app: CodeWhaleApp, arguments: str) -> None:
     if word == "types":
         await app.transcript.notice(format_entries(runtime.agent_types()))
         return
+    if word == "trust":
+        await _agent_trust(app, rest.split())
+        return
     if word in ("show", "cancel", "continue"):
         try:
             if word == "cancel":
@@ -68,6 +71,29 @@ async def _agent(app: CodeWhaleApp, arguments: str) -> None:
         await app.transcript.notice(str(error), "error")
         return
     await _prompt(app, agent_prompt(request), f"/agent {arguments.strip()}")
+
+
+async def _agent_trust(app: CodeWhaleApp, names: list[str]) -> None:
+    """`/agent trust NAME…` (or --all): typing the names is the consent; bare, it lists."""
+    runtime = _runtime(app)
+    waiting = [entry for entry in runtime.agent_types() if entry.not_trusted]
+    if not waiting:
+        await app.transcript.notice("No agent definition here waits for trust.")
+        return
+    if not names:
+        listed = format_entries(waiting)
+        await app.transcript.notice(
+            f"{listed}\nTrust with /agent trust NAME … or /agent trust --all"
+        )
+        return
+    if names == ["--all"]:
+        names = [entry.name for entry in waiting]
+    try:
+        trusted = runtime.trust_agent_types(names)
+    except RuntimeRequestError as error:
+        await app.transcript.notice(str(error), "error")
+        return
+    await app.transcript.notice(f"Trusted in this workspace: {', '.join(trusted)}")
 
 
 async def _rlm(app: CodeWhaleApp, arguments: str) -> None:
@@ -237,7 +263,8 @@ def build_registry() -> CommandRegistry:
         SlashCommand("help", "list commands and keys", _help, needs_session=False),
         SlashCommand(
             "agent",
-            "delegate a task to a sub-agent; or list, types, show ID, cancel ID, continue ID",
+            "delegate a task to a sub-agent; or list, types, trust NAME, show ID, cancel ID, "
+            "continue ID",
             _agent,
             usage="[N] <task>",
         ),

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from codewhale.mcp.disclosure import trust_details
 from codewhale.mcp.listing import format_statuses
-from codewhale.sanitize import clean_text
 from codewhale.tui.armed import ArmedKeys
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class McpTrustScreen(ArmedKeys, ModalScreen[bool]):
     DEFAULT_CSS = """
     McpTrustScreen { align: center middle; }
     McpTrustScreen #mcp-trust {
-        width: 80;
+        width: 100;
         max-width: 95%;
         height: auto;
         max-height: 90%;
@@ -41,7 +41,8 @@ class McpTrustScreen(ArmedKeys, ModalScreen[bool]):
         padding: 1 2;
     }
     McpTrustScreen #mcp-trust .title { text-style: bold; margin-bottom: 1; }
-    McpTrustScreen #mcp-trust .server { color: $text-muted; }
+    McpTrustScreen #mcp-trust .servers { height: auto; max-height: 20; margin-top: 1; }
+    McpTrustScreen #mcp-trust .server { margin-bottom: 1; }
     McpTrustScreen #mcp-trust .buttons { height: auto; margin-top: 1; }
     """
     # Not starting programs is the safe answer, so it is the one under Enter.
@@ -69,11 +70,16 @@ class McpTrustScreen(ArmedKeys, ModalScreen[bool]):
                 "until the file changes them.",
                 markup=False,
             )
-            for spec in self.specs:
-                # Text from a cloned repository: control characters dropped, markup off.
-                yield Static(
-                    clean_text(f"• {spec.name}: {spec.target()}"), classes="server", markup=False
-                )
+            yield Static(
+                "A project's server is never given your API key or a secret-looking "
+                "variable; other ${VAR}s only if your user config lists them in "
+                "[mcp] project_env.",
+                markup=False,
+            )
+            with VerticalScroll(classes="servers"):
+                for spec in self.specs:
+                    # Text from a cloned repository: trust_details makes it safe to print.
+                    yield Static("\n".join(trust_details(spec)), classes="server", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button(escape("Trust and start [t]"), id="mcp-trust-yes", variant="warning")
                 yield Button(escape("Not now [n]"), id="mcp-later", variant="primary")

@@ -43,7 +43,7 @@ def first_offline_launch() -> bool:
     if state.get(OFFLINE_NOTICE):
         return False
     with contextlib.suppress(OSError):
-        atomic_write_text(path, json.dumps({**state, OFFLINE_NOTICE: True}) + "\n", mode=0o644)
+        atomic_write_text(path, json.dumps({**state, OFFLINE_NOTICE: True}) + "\n")
     return True
 
 

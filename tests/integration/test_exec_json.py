@@ -288,6 +288,39 @@ def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_comman
     assert (Path(lines[0]["workspace"]) / "asked.txt").exists()
 
 
+def test_the_question_shows_the_rule_always_would_store(llm, exec_command, exec_env):
+    """The rule is on the terminal before the answer; a form that runs a program asks again."""
+    find, find_exec = "find . -name x", "find . -name x -exec touch pwned ';'"
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": find})]),
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "find . -type f"})]),
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": find_exec})]),
+        Reply(text="done"),
+    )
+    process, controller = start_on_a_terminal(
+        [*exec_command, "--approve", "ask", "--json", "look around"], exec_env
+    )
+    try:
+        first = read_until(controller, b"Allow?", within=20).decode()
+        os.write(controller, b"a\n")
+        second = read_until(controller, b"Allow?", within=20).decode()
+        os.write(controller, b"n\n")
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert process.returncode == 0, err
+    rule = "[a]lways allows, for this session: exec_shell commands starting `find` (except"
+    assert first.index(f"exec_shell: {find}") < first.index(rule) < first.index("Allow?")
+    assert f"exec_shell: {find_exec}" in second
+    assert f"exactly this exec_shell call: `{find_exec}`" in second
+    lines = records(out)
+    decisions = [e["decision"] for e in lines if e["type"] == "approval_resolved"]
+    assert decisions == ["approve_always", "deny"]  # `find . -type f` rode on the rule
+    assert not (Path(lines[0]["workspace"]) / "pwned").exists()
+
+
 def test_ctrl_c_while_the_question_waits_ends_the_run(llm, exec_command, exec_env):
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]))
     process, controller = start_on_a_terminal(

@@ -199,9 +199,9 @@ def test_an_untrusted_mcp_json_does_not_start_until_trusted(llm, tmp_path):
 
     from tests.support.mcp import codewhale
 
-    trusted = codewhale(env, "mcp", "trust", "-C", str(workspace))
+    trusted = codewhale(env, "mcp", "trust", "--all", "-C", str(workspace))
     assert trusted.returncode == 0, trusted.stderr
-    assert "Trusted demo:" in trusted.stdout
+    assert f"Trusted for {workspace}: demo" in trusted.stdout
 
     second = run_exec(workspace, env)
 

@@ -39,8 +39,20 @@ def test_denied_protected_writes_leave_the_repository_as_it_was(llm, tmp_path, m
         DEEPSEEK_API_KEY=TEST_KEY,
     )
     done = subprocess.run(
-        [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "--mode", mode]
-        + ["--approve", "deny", "--json", "plant"],
+        [
+            sys.executable,
+            "-m",
+            "codewhale",
+            "exec",
+            "-C",
+            str(workspace),
+            "--mode",
+            mode,
+            "--approve",
+            "deny",
+            "--json",
+            "plant",
+        ],
         capture_output=True,
         text=True,
         env=env,

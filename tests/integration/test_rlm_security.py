@@ -242,7 +242,7 @@ async def test_agent_mode_asks_showing_the_code_and_a_denial_runs_nothing(opened
     result, asked = await dispatch_eval(opened, workspace, Mode.AGENT, "deny")
     assert len(asked) == 1
     assert "open('made.txt', 'w')" in asked[0].summary
-    assert asked[0].scope == "rlm_eval:doc"
+    assert asked[0].scope == "rlm_eval code in RLM session `doc`"
     where = "in the sandbox" if opened.sandboxed else "WITHOUT a sandbox"
     assert where in asked[0].summary
     assert not result.ok and "denied" in result.output

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from codewhale.authority import READ_ONLY, Authority
 from codewhale.config_models import SandboxConfig
 from codewhale.permissions import CommandClass, Mode
 from codewhale.sandbox import sandbox_status
+from codewhale.sandbox.seccomp import unix_socket_filter
 from codewhale.tools.base import ToolContext, ToolResult
 from codewhale.tools.shell import ExecShell
 from tests.support.llm_server import Reply, ToolCallSpec
@@ -155,7 +157,10 @@ async def test_the_app_environment_is_not_readable_through_proc(workspace, monke
     for command in ("cat /proc/$PPID/environ", "tail -n1 /proc/1/environ", every_process):
         assert CANARY not in app_runs(workspace, command, sandbox=True)
     # The control: unsandboxed, the command's parent is the app and its environ shows.
-    assert CANARY in app_runs(workspace, "cat /proc/$PPID/environ", sandbox=False)
+    # The plain forms above are refused there (tests/unit/test_shell_and_permissions.py);
+    # this one builds `/proc/` at run time, past that tripwire: only the sandbox holds.
+    hidden_path = "cat $(echo L3Byb2Mv | base64 -d)$PPID/environ"
+    assert CANARY in app_runs(workspace, hidden_path, sandbox=False)
 
 
 def app_runs(workspace: Path, command: str, *, sandbox: bool) -> str:
@@ -279,16 +284,25 @@ async def test_required_sandbox_runs_commands_when_it_can_start(workspace):
     assert result.ok and result.output.splitlines()[-1] == "2"
 
 
-def test_the_status_names_the_bwrap_in_use():
-    assert _STATUS.available and "bwrap" in _STATUS.reason
-    assert os.access(_STATUS.reason.split("(", 1)[1].rstrip(")"), os.X_OK)
+def test_the_status_names_the_bwrap_in_use_and_the_socket_guard():
+    assert _STATUS.available
+    launcher, guard = re.fullmatch(r"bubblewrap \((.+?)\); (.+)", _STATUS.reason).groups()
+    assert "bwrap" in launcher and os.access(launcher, os.X_OK)
+    if unix_socket_filter().program is not None:
+        assert guard == "offline commands cannot open Unix sockets (seccomp)"
+    else:
+        assert guard.endswith("offline commands see no /run but can reach Unix sockets elsewhere")
 
 
 # -- the same attacks made by real children, through the classifier and the dispatcher ----
 
 # Commands the classifier lets through for each role, which nonetheless write.
 CHILD_ATTACKS = {
-    "explore": ["find . -fprint0 x", "git grep --open-files-in-pager='touch pwned' a", "./cat"],
+    "explore": [
+        "git grep -O'touch pwned' a",
+        "git grep --open-files-in-pager='touch pwned' a",
+        "./cat",
+    ],
     "verifier": ["make test -f evil.mk"],
 }
 

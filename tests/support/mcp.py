@@ -65,8 +65,10 @@ def setup_home(tmp_path: Path, config: str, llm) -> tuple[Path, Path, dict[str, 
 def codewhale(
     env: dict[str, str], *arguments: str, timeout: float = 90
 ) -> subprocess.CompletedProcess[str]:
+    """A `codewhale` run with no terminal on stdin (it never waits for an answer)."""
     return subprocess.run(
         [sys.executable, "-m", "codewhale", *arguments],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         env=env,
@@ -97,10 +99,17 @@ def offered(body) -> dict[str, dict]:
 
 
 @contextmanager
-def http_demo_server() -> Iterator[str]:
-    """The demo server over streamable HTTP on 127.0.0.1, in its own process; its URL."""
+def http_demo_server(record: Path | None = None) -> Iterator[str]:
+    """The demo server over streamable HTTP on 127.0.0.1, in its own process; its URL.
+    With `record`, each request's URL and headers are appended there as JSON lines."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.mcp_server", "http"],
+        [
+            sys.executable,
+            "-m",
+            "tests.support.mcp_server",
+            "http",
+            *(["--record", str(record)] if record else []),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

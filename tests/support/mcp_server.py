@@ -5,11 +5,17 @@
 
 Its tools cover what the client must handle: text, structured content, an image, a tool
 error, a write into the working directory, and a crash (the process exits mid-call).
+
+With `--record FILE` it appends what it was given, one JSON line each: over stdio its
+command line and whole environment as it starts, over HTTP each request's URL and headers.
+Other arguments are accepted and only recorded.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
+import json
 import os
 import socket
 import sys
@@ -77,26 +83,55 @@ def build_server() -> FastMCP:
     return server
 
 
-def serve_http(server: FastMCP) -> None:
+def record(path: Path | None, entry: dict) -> None:
+    if path is not None:
+        with path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps(entry) + "\n")
+
+
+def recording_requests(app, path: Path | None):
+    """`app` (ASGI), recording each HTTP request's URL and headers first."""
+
+    async def recorded(scope, receive, send):
+        if scope["type"] == "http":
+            query = scope["query_string"].decode()
+            record(
+                path,
+                {
+                    "url": scope["path"] + (f"?{query}" if query else ""),
+                    "headers": {k.decode(): v.decode() for k, v in scope["headers"]},
+                },
+            )
+        await app(scope, receive, send)
+
+    return recorded
+
+
+def serve_http(server: FastMCP, record_to: Path | None) -> None:
     import anyio
     import uvicorn
 
     # Bound here, so the port is known before the server starts and no other can take it.
     listener = socket.create_server(("127.0.0.1", 0))
     print(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    app = recording_requests(server.streamable_http_app(), record_to)
+    config = uvicorn.Config(app, log_level="warning")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listener]))
 
 
 def main() -> None:
-    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "http"])
+    parser.add_argument("--record", type=Path)
+    options, _ = parser.parse_known_args()
     # Goes to the client's log file, never to the user's screen.
-    sys.stderr.write(f"demo server: starting over {transport} in {Path.cwd()}\n")
+    sys.stderr.write(f"demo server: starting over {options.transport} in {Path.cwd()}\n")
     sys.stderr.flush()
     server = build_server()
-    if transport == "http":
-        serve_http(server)
+    if options.transport == "http":
+        serve_http(server, options.record)
     else:
+        record(options.record, {"argv": sys.argv, "env": dict(os.environ)})
         server.run("stdio")
 
 

@@ -93,6 +93,40 @@ async def test_a_childs_command_names_the_child_and_shows_all_of_it(llm, make_ap
         await app.action_quit()
 
 
+async def test_the_rule_always_stores_is_shown_before_the_answer(llm, make_app, workspace):
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "git log --oneline"})]),
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "git log --output=pwned"})]),
+        Reply(text="done"),
+    )
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await type_and_send(pilot, "look")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        dialog = app.screen
+        rule = dialog.query_one(".scope", Static)
+        assert str(rule.render()) == (
+            "“Always” allows, for this session: exec_shell commands starting `git log` "
+            "(except chained or redirected ones, and options or scripts that write files or "
+            "run other programs)"
+        )
+        assert rule.region.bottom <= dialog.query_one("#approve_always").region.y
+        await pilot.press("a")
+        # `--output` writes a file: the rule for `git log` does not cover it, so it asks.
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not dialog
+        )
+        text = visible_text(app.screen)
+        assert (
+            "allows, for this session: exactly this exec_shell call: `git log --output=pwned`"
+            in text
+        )
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.turn_running)
+        await app.action_quit()
+    assert not (workspace / "pwned").exists()
+
+
 async def test_keys_typed_as_the_dialog_opens_do_not_answer_it(llm, make_app, workspace):
     llm.enqueue(
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "echo one"})]),

@@ -17,7 +17,14 @@ from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.mcp_view import McpTrustScreen
 from codewhale.tui.transcript import Notice
 from tests.support.llm_server import Reply, ToolCallSpec
-from tests.support.mcp import demo_server, project_file, tool_results
+from tests.support.mcp import (
+    DEMO_ARGS,
+    DEMO_COMMAND,
+    DEMO_ENV,
+    demo_server,
+    project_file,
+    tool_results,
+)
 from tests.support.settings import TEST_KEY
 from tests.tui.conftest import type_and_send, wait_for
 
@@ -121,12 +128,65 @@ async def test_a_t_typed_as_the_trust_dialog_opens_does_not_trust(
         await app.action_quit()
 
 
+async def test_the_trust_dialog_shows_what_each_server_gets_and_keys_stay_out(
+    make_app, workspace, isolated_home, tmp_path, monkeypatch
+):
+    record = tmp_path / "plain.jsonl"
+    monkeypatch.setenv("PROJECT_LABEL", "label-31337")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-github-token-4444444444")
+    user_config(isolated_home, '[mcp]\nproject_env = ["PROJECT_LABEL"]\n')
+    servers = {
+        "plain": {
+            "command": DEMO_COMMAND,
+            "args": [*DEMO_ARGS, "--record", str(record), "--label=${PROJECT_LABEL}"],
+            "env": {**DEMO_ENV, "GH": "${GITHUB_TOKEN}"},
+        },
+        "web": {
+            "url": "http://127.0.0.1:9/mcp?key=${DEEPSEEK_API_KEY}&v=1",
+            "headers": {
+                "Authorization": "Bearer ${DEEPSEEK_API_KEY}",
+                "X-Label": "${PROJECT_LABEL}",
+            },
+        },
+    }
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, McpTrustScreen), timeout=20)
+        shown = "\n".join(str(s.render()) for s in app.screen.query(".server"))
+        assert f"--record {record} --label=${{PROJECT_LABEL}}" in shown
+        assert "  env:     PYTHONPATH, GH" in shown
+        assert "    ${GITHUB_TOKEN} in env GH: refused: a secret-looking name" in shown
+        assert "    ${PROJECT_LABEL} in args: allowed by mcp.project_env" in shown
+        assert "  url:     http://127.0.0.1:9/mcp?key=${DEEPSEEK_API_KEY}&v=1" in shown
+        assert "  headers: Authorization, X-Label" in shown
+        assert "    ${DEEPSEEK_API_KEY} in header Authorization: refused: the app's own" in shown
+        assert "    ${PROJECT_LABEL} in header X-Label: allowed by mcp.project_env" in shown
+        assert "label-31337" not in shown and "ghp-" not in shown and TEST_KEY not in shown
+
+        app.screen.armed_at = time.monotonic()
+        await pilot.press("t")
+        await wait_for(pilot, lambda: state_of(app, "web") is ServerState.FAILED, timeout=30)
+        await wait_for(pilot, lambda: state_of(app, "plain") is ServerState.FAILED, timeout=30)
+        await wait_for(pilot, lambda: "'web' cannot start" in notices(app))
+        assert "${DEEPSEEK_API_KEY} in url (the app's own API key" in notices(app)
+        assert "${GITHUB_TOKEN} in env GH" in notices(app)
+        assert not record.exists()  # refused before anything ran
+        await app.action_quit()
+
+
 @pytest.fixture
 def fixed_mcp_app(llm, monkeypatch):
     FIXED.mkdir(exist_ok=True)
     # A command that is never run (the snapshot is taken before any answer): what the
     # dialog shows is the same on every machine.
-    servers = {"docs": {"command": "npx", "args": ["-y", "@example/docs-mcp"]}}
+    servers = {
+        "docs": {
+            "command": "npx",
+            "args": ["-y", "@example/docs-mcp"],
+            "env": {"DOCS_TOKEN": "${DOCS_TOKEN}"},
+        }
+    }
     (FIXED / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
     monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from codewhale.approval_rules import shell_rule
 from codewhale.authority import READ_ONLY, Authority
 from codewhale.engine import events
 from codewhale.engine.dispatch import ToolDispatcher
-from codewhale.permissions import ApprovalClass, CommandClass, Mode, ModeSwitch, approval_scope
+from codewhale.permissions import ApprovalClass, CommandClass, Mode, ModeSwitch
 from codewhale.providers.types import ToolCall
 from codewhale.subagents.roles import Role, role_authority
 from codewhale.tools.base import ToolContext
@@ -68,26 +69,6 @@ def test_authority_survives_a_round_trip_and_unreadable_data_reads_as_read_only(
     assert Authority.from_json({"shell": "everything"}).shell is None
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments", "scope"),
-    [
-        ("exec_shell", {"command": "git status"}, "exec_shell:git status"),
-        ("exec_shell", {"command": "git status --short"}, "exec_shell:git status"),
-        ("exec_shell", {"command": "git -C x push"}, "exec_shell:=git -C x push"),
-        ("exec_shell", {"command": "rm -rf build"}, "exec_shell:rm"),
-        ("exec_shell", {"command": "npm run build -- --prod"}, "exec_shell:npm run build"),
-        ("exec_shell", {"command": "python -m pytest -q"}, "exec_shell:python -m pytest"),
-        ("exec_shell", {"command": "python evil.py"}, "exec_shell:=python evil.py"),
-        ("exec_shell", {"command": "ls && rm -rf /"}, "exec_shell:=ls && rm -rf /"),
-        ("exec_shell", {"command": "X=1 make"}, "exec_shell:=X=1 make"),
-        ("fetch_url", {"url": "https://example.com/a?b"}, "fetch_url:example.com"),
-        ("write_file", {"path": "a"}, "write_file"),
-    ],
-)
-def test_approval_scopes(tool, arguments, scope):
-    assert approval_scope(tool, arguments) == scope
-
-
 def make_dispatcher(tmp_path, authority: Authority, mode: Mode = Mode.AGENT):
     seen: list[events.Event] = []
     context = ToolContext(
@@ -133,7 +114,7 @@ async def test_always_for_git_status_does_not_approve_rm(tmp_path):
     answering.cancel()
     assert len(asked) == 2 and not outcome.result.ok
     assert (tmp_path / "keep").exists()
-    assert context.always_allowed == {"exec_shell:git status"}
+    assert context.always_allowed == {shell_rule("git status")}
 
 
 async def test_a_mode_switch_reaches_a_context_at_its_next_call(tmp_path):

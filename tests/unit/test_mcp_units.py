@@ -145,6 +145,74 @@ def test_trust_is_per_workspace_and_for_the_entry_as_written(tmp_path):
     assert not store.trusted(workspace, spec)  # unreadable: trusts nothing
 
 
+def test_trust_covers_everything_the_prompt_shows(tmp_path):
+    entry = {
+        "command": "demo-server",
+        "args": ["--x"],
+        "env": {"LEVEL": "${LEVEL}"},
+    }
+    web = {"url": "https://x.test/mcp?a=1", "headers": {"X-A": "1"}}
+    write_project(tmp_path, {"demo": entry, "web": web})
+    store = TrustStore(tmp_path / "state" / "mcp-trust.json")
+    store.trust(tmp_path, project_specs(tmp_path, []))
+    changes = [
+        {"demo": {**entry, "env": {"LEVEL": "${OTHER}"}}, "web": web},
+        {"demo": {**entry, "env": {"LEVEL": "${LEVEL}", "MORE": "1"}}, "web": web},
+        {"demo": entry, "web": {**web, "url": "https://x.test/mcp?a=2"}},
+        {"demo": entry, "web": {**web, "headers": {"X-A": "${TOKEN}"}}},
+        {"demo": entry, "web": {**web, "headers": {"X-A": "1", "X-B": "2"}}},
+    ]
+    for servers in changes:
+        write_project(tmp_path, servers)
+        trusted = {s.name: store.trusted(tmp_path, s) for s in project_specs(tmp_path, [])}
+        assert list(trusted.values()).count(False) == 1, servers
+
+
+def test_a_project_server_expands_only_allowed_variables_holding_no_secret(tmp_path):
+    write_project(
+        tmp_path,
+        {"demo": {"command": "run", "args": ["${LABEL}", "${LEVEL:-info}"], "env": {}}},
+    )
+    [strict] = project_specs(tmp_path, [])
+    [allowed] = project_specs(tmp_path, [], frozenset({"LABEL", "LEVEL"}))
+    environ = {"LABEL": "blue", "DEEPSEEK_API_KEY": "sk-0123456789"}
+    # A default does not make a refused variable fine: the name is what is judged.
+    with pytest.raises(SpecError, match=r"\$\{LABEL\} in args .*\$\{LEVEL\} in args"):
+        strict.resolve(environ)
+    assert allowed.resolve(environ).args == ["blue", "info"]
+    # An allowed name holding a secret's value is refused all the same.
+    with pytest.raises(
+        SpecError, match=r"\$\{LABEL\} in args \(its value holds DEEPSEEK_API_KEY's\)"
+    ):
+        allowed.resolve({**environ, "LABEL": "key=sk-0123456789"})
+    # The user's own servers expand anything, as written.
+    mine = ServerSpec(name="mine", source="config", command="run", args=("${DEEPSEEK_API_KEY}",))
+    assert mine.resolve(environ).args == ["sk-0123456789"]
+    assert [r.refusal for r in mine.references()] == [None]
+
+
+def test_only_the_user_config_says_which_variables_project_servers_get(tmp_path):
+    home, workspace = tmp_path / "home", tmp_path / "repo"
+    (home / "config").mkdir(parents=True)
+    (workspace / ".codewhale").mkdir(parents=True)
+    env = {"CODEWHALE_HOME": str(home)}
+    (home / "config" / "config.toml").write_text('[mcp]\nproject_env = ["LABEL"]\n')
+    (workspace / ".codewhale" / "config.toml").write_text(
+        '[mcp]\nproject_env = ["GITHUB_TOKEN"]\nproject_servers = true\n'
+    )
+    loaded = load_config(workspace=workspace, env=env)
+    assert loaded.config.mcp.project_env == ["LABEL"]
+    assert any("'mcp.project_env' is ignored in a project config" in w for w in loaded.warnings)
+    (home / "config" / "config.toml").write_text("[mcp]\nproject_servers = false\n")
+    assert load_config(workspace=workspace, env=env).config.mcp.project_servers is False
+    (home / "config" / "config.toml").write_text('[mcp]\nproject_env = ["GITHUB_TOKEN"]\n')
+    with pytest.raises(ConfigError, match="GITHUB_TOKEN looks like a secret"):
+        load_config(env=env)
+    (home / "config" / "config.toml").write_text('[mcp]\nproject_env = ["A=B"]\n')
+    with pytest.raises(ConfigError, match="not environment variable names"):
+        load_config(env=env)
+
+
 # -- config -------------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,32 @@ def test_each_line_is_one_whole_rule_or_a_comment(tmp_path):
         assert line.count("(") == line.count(")"), line
 
 
+def test_a_writable_workspace_keeps_its_repository_settings_read_only(tmp_path, on_macos):
+    git_dir = tmp_path / ".git"
+    confined = SandboxSpec(
+        tmp_path,
+        tmp_path,
+        writable=True,
+        network=True,
+        pinned=(git_dir,),
+        read_only=(git_dir / "config", git_dir / "hooks"),
+    )
+    profile, parameters, _ = split_argv(argv_of(["true"], confined))
+    assert rules(profile)[: len(HEAD) + 4] == [
+        *HEAD,
+        *WORKSPACE_WRITES,
+        # `literal`: .git itself cannot be renamed or removed, what is inside stays writable.
+        '(deny file-write* (literal (param "PINNED_0")))',
+        '(deny file-write* (subpath (param "READ_ONLY_0")))',
+        '(deny file-write* (subpath (param "READ_ONLY_1")))',
+    ]
+    assert parameters["PINNED_0"] == str(git_dir)
+    assert parameters["READ_ONLY_1"] == str(git_dir / "hooks")
+    # A read-only workspace needs none of it.
+    read_only = rules(seatbelt_profile(replace(confined, writable=False)))
+    assert not [rule for rule in read_only if "PINNED" in rule or "READ_ONLY" in rule]
+
+
 def test_hidden_paths_are_denied_last_so_they_win_over_the_workspace(tmp_path):
     secret_dir = tmp_path / ".ssh"
     secret_dir.mkdir()
@@ -104,6 +131,13 @@ def on_macos(monkeypatch, tmp_path):
     return scratch_root
 
 
+def argv_of(command: list[str], confined: SandboxSpec) -> list[str]:
+    """The command line sandboxed() gives `command`; on macOS it passes no descriptors."""
+    with sandboxed(command, confined) as launch:
+        assert launch.pass_fds == ()
+        return launch.argv
+
+
 def split_argv(argv: list[str]) -> tuple[str, dict[str, str], list[str]]:
     """sandbox-exec -p PROFILE (-D NAME=value)... REST -> (PROFILE, {NAME: value}, REST)."""
     assert argv[:2] == [SANDBOX_EXEC, "-p"]
@@ -122,7 +156,7 @@ def test_paths_travel_as_parameters_never_in_the_profile(tmp_path, on_macos):
     secret = workspace / 'secret")'
     secret.mkdir(parents=True)
     command = ["bash", "-c", "true"]
-    argv = sandboxed(command, spec(workspace, writable=False, network=False, hidden=(secret,)))
+    argv = argv_of(command, spec(workspace, writable=False, network=False, hidden=(secret,)))
 
     profile, parameters, rest = split_argv(argv)
     scratch = Path(parameters["SCRATCH"])
@@ -151,7 +185,7 @@ def test_paths_travel_as_parameters_never_in_the_profile(tmp_path, on_macos):
 def test_every_parameter_the_profile_names_is_passed(tmp_path, on_macos):
     secret = tmp_path / ".netrc"
     secret.write_text("")
-    argv = sandboxed(["true"], spec(tmp_path, writable=True, network=True, hidden=(secret,)))
+    argv = argv_of(["true"], spec(tmp_path, writable=True, network=True, hidden=(secret,)))
     profile, parameters, _ = split_argv(argv)
     named = {
         line.split('(param "')[1].split('"')[0] for line in rules(profile) if "(param " in line
@@ -164,13 +198,13 @@ def test_parameters_are_resolved_paths(tmp_path, on_macos):
     real.mkdir()
     link = tmp_path / "link"
     link.symlink_to(real)
-    _, parameters, _ = split_argv(sandboxed(["true"], spec(link, writable=True, network=True)))
+    _, parameters, _ = split_argv(argv_of(["true"], spec(link, writable=True, network=True)))
     assert parameters["WORKSPACE"] == str(real)
 
 
 def test_each_command_gets_its_own_scratch_dir(tmp_path, on_macos):
-    first = split_argv(sandboxed(["true"], spec(tmp_path, writable=False, network=False)))
-    second = split_argv(sandboxed(["true"], spec(tmp_path, writable=False, network=False)))
+    first = split_argv(argv_of(["true"], spec(tmp_path, writable=False, network=False)))
+    second = split_argv(argv_of(["true"], spec(tmp_path, writable=False, network=False)))
     assert first[1]["SCRATCH"] != second[1]["SCRATCH"]
 
 
@@ -237,7 +271,7 @@ def test_seatbelt_lets_a_command_write_only_when_the_spec_allows(tmp_path, writa
     assert status.available, status.reason
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    argv = sandboxed(["/usr/bin/touch", "made"], spec(workspace, writable=writable, network=False))
+    argv = argv_of(["/usr/bin/touch", "made"], spec(workspace, writable=writable, network=False))
     done = subprocess.run(
         argv,
         cwd=workspace,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from codewhale.config_models import SandboxConfig
+from codewhale.engine.dispatch import ToolDispatcher
 from codewhale.handles import HandleError, HandleStore
 from codewhale.permissions import (
     ApprovalClass,
@@ -23,8 +24,10 @@ from codewhale.permissions import (
     confine,
     decide,
 )
+from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
 from codewhale.tools.base import ToolContext, ToolError
+from codewhale.tools.registry import ToolRegistry
 from codewhale.tools.shell import ExecShell
 from codewhale.tools.web import FetchUrl, html_to_text
 
@@ -78,6 +81,45 @@ async def test_api_keys_are_not_passed_to_commands(context, monkeypatch):
     assert "PATH=" in result.output
 
 
+CANARY = "sk-canary-7f3e21"
+ENVIRON_READS = [
+    "tail -n1 /proc/$PPID/environ",
+    "cat /proc/$$/environ",
+    "cat /proc/self/environ",
+    "cat /proc/[0-9]*/environ",
+    "cat /proc/*/environ",
+    "strings /proc/1/env*",
+    "cd /proc && cat self/environ",
+    "cat '/proc'/\"$PPID\"/en\\viron",
+    "ps eww $PPID",
+]
+
+
+@pytest.mark.parametrize("command", ENVIRON_READS)
+async def test_unsandboxed_reads_of_a_process_environment_are_refused(
+    context, command, monkeypatch
+):
+    """With the sandbox off, the shell's parent is the app, whose environment holds the key."""
+    monkeypatch.setenv("DEEPSEEK_API_KEY", CANARY)  # the key in the app's own environment
+    context.modes.current = Mode.YOLO  # no approval stands in the way
+    tools = ToolRegistry([ExecShell(SandboxConfig(enabled=False))])
+    call = ToolCall("c1", "exec_shell", json.dumps({"command": command}))
+    [outcome] = await ToolDispatcher(tools, context, lambda event: None).run([call])
+    assert not outcome.result.ok
+    assert outcome.result.output.startswith("Error: Refused: this command reads a process's")
+    assert CANARY not in outcome.result.output
+    assert classify_command(command) is CommandClass.OTHER
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat /proc/cpuinfo", "ls /proc", "ps aux", "ps -o pid,user", "grep -rn environ src"],
+)
+async def test_unsandboxed_commands_that_read_no_environment_still_run(context, command):
+    result = await ExecShell(SandboxConfig(enabled=False)).run({"command": command}, context)
+    assert not result.output.startswith("Refused")
+
+
 async def test_long_output_keeps_head_and_tail_and_stores_the_rest(context):
     result = await ExecShell().run({"command": "seq 1 20000"}, context)
     assert result.output.splitlines()[1] == "1"
@@ -100,6 +142,8 @@ async def test_long_output_keeps_head_and_tail_and_stores_the_rest(context):
         ("find . -name '*.py'", CommandClass.READ_ONLY),
         ("find . -delete", CommandClass.OTHER),
         ("find . -exec rm {} ;", CommandClass.OTHER),
+        ("find . -fprint0 out", CommandClass.OTHER),
+        ("cat /proc/cpuinfo", CommandClass.READ_ONLY),
         ("rg --pre ./script foo", CommandClass.OTHER),
         ("cat a.txt > b.txt", CommandClass.OTHER),
         ("ls | sh", CommandClass.OTHER),
