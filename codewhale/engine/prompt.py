@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import platform
-import subprocess
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
 from codewhale.engine.instructions import project_instructions
+from codewhale.gitrun import GitError, run_git
 from codewhale.permissions import Mode
 
 MAX_MEMORY_CHARS = 8_000
@@ -27,17 +27,13 @@ def base_instructions(name: str = "system") -> str:
 
 
 def git_branch(workspace: Path) -> str | None:
+    """The checked-out branch ("HEAD" when detached); None outside a repository or without git."""
     try:
-        result = subprocess.run(
-            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=2,
-        )
-    except (OSError, subprocess.SubprocessError):
+        result = run_git(["rev-parse", "--abbrev-ref", "HEAD"], workspace, timeout=2)
+    except GitError:
         return None
-    return result.stdout.strip() or None if result.returncode == 0 else None
+    branch = result.stdout.decode("utf-8", "replace").strip()
+    return (branch or None) if result.returncode == 0 else None
 
 
 def build_system_prompt(

@@ -17,6 +17,7 @@ from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
+from codewhale.gitrun import follow_sandbox_setting
 from codewhale.mcp.hub import McpHub
 from codewhale.mcp.registry import SessionTools
 from codewhale.paths import memory_file, user_dirs
@@ -91,6 +92,7 @@ def open_runtime(
     store = SessionStore(dirs.data_dir)
     warnings = list(loaded.warnings)
     sandbox = loaded.config.sandbox
+    follow_sandbox_setting(sandbox.enabled)
     if not (status := sandbox_status(sandbox.enabled)).available:
         warnings.append(describe(status, sandbox.enabled))
     if loaded.offline_fallback:

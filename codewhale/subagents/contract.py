@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from codewhale.tools.walk import GIT_SAFETY_OPTIONS
+from codewhale.gitrun import GitError, run_git
 
 SECTIONS = ("summary", "changes", "evidence", "risks", "blockers")
+# A status that takes longer leaves the report unchecked.
+STATUS_TIMEOUT_SECS = 10
 _HEADING = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?\**(SUMMARY|CHANGES|EVIDENCE|RISKS|BLOCKERS)\**[ \t]*:?\**[ \t]*",
     re.MULTILINE,
@@ -53,20 +54,18 @@ def claimed_files(changes: str) -> list[str]:
 def verify_claims(workspace: Path, report: dict[str, Any]) -> dict[str, Any]:
     """Compare claimed changes with `git status --porcelain` when the workspace is a repo."""
     claimed = claimed_files(report.get("changes", ""))
+    # Through the app's git runner: the repository's hooks, filters and config run nothing.
+    # A submodule's own work tree is not looked into: git would run there under that
+    # submodule's config.
+    command = ["status", "--porcelain", "--untracked-files=all", "--ignore-submodules=dirty"]
     try:
-        result = subprocess.run(
-            # The repository's config is not ours to trust: no core.fsmonitor command.
-            ["git", *GIT_SAFETY_OPTIONS, "status", "--porcelain", "--untracked-files=all"],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
+        result = run_git(command, workspace, timeout=STATUS_TIMEOUT_SECS)
+    except GitError:
         return {"status": "self_report_only"}
     if result.returncode != 0:
         return {"status": "self_report_only"}
-    changed = {line[3:].split(" -> ")[-1].strip('"') for line in result.stdout.splitlines()}
+    lines = result.stdout.decode("utf-8", "replace").splitlines()
+    changed = {line[3:].split(" -> ")[-1].strip('"') for line in lines}
     missing = [path for path in claimed if path not in changed]
     if claimed and missing:
         return {"status": "claim_mismatch", "claimed": claimed, "not_in_git_status": missing}

@@ -15,20 +15,28 @@ Every function here blocks on git; callers on the event loop run them in a threa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
-import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from codewhale.tools.walk import GIT_SAFETY_OPTIONS
+from codewhale.gitrun import (
+    GitError,
+    GitMissing,
+    GitResult,
+    first_error,
+    run_git,
+    subcommand,
+    work_tree_root,
+)
 
 WORKTREES_DIR = "codewhale-worktrees"
 BRANCH_PREFIX = "codewhale/"
@@ -39,18 +47,6 @@ BASE_MESSAGE = "codewhale: the work tree an isolated sub-agent started from"
 LISTED_FILES = 200
 # Checking out a very large repository can take a while; a hung git should not hang us.
 GIT_TIMEOUT_SECS = 600
-# git's variables that would aim a command at another repository, index or object store
-# (set when CodeWhale itself runs from a git hook, for instance).
-_REDIRECTING = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
 # The base commit needs an author even where the user never configured one.
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "CodeWhale",
@@ -58,15 +54,14 @@ _IDENTITY = {
     "GIT_COMMITTER_NAME": "CodeWhale",
     "GIT_COMMITTER_EMAIL": "codewhale@localhost",
 }
-# Patches git apply can read whatever the user's diff settings are.
+# Patches git apply can read whatever the user's diff settings are (the git runner
+# turns external diffs and textconv off).
 _PATCH_FLAGS = (
     "--binary",
     "--full-index",
     "--no-renames",
     "--no-relative",
     "--no-color",
-    "--no-ext-diff",
-    "--no-textconv",
     "--src-prefix=a/",
     "--dst-prefix=b/",
 )
@@ -223,63 +218,51 @@ class Repository:
     git_dir: Path  # the common git directory
     index: Path  # this work tree's own index
 
+    def enclosing_folder(self) -> Path:
+        """The folder holding both the work tree and the git directory (usually `root`)."""
+        return Path(os.path.commonpath([self.root, self.git_dir]))
+
 
 # -- running git ---------------------------------------------------------------------------
-
-
-def _environment(index: Path | None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _REDIRECTING}
-    env.update(_IDENTITY, LC_ALL="C", GIT_TERMINAL_PROMPT="0")
-    if index is not None:
-        env["GIT_INDEX_FILE"] = str(index)
-    return env
 
 
 def _run(
     args: list[str],
     cwd: Path,
     *,
+    writes: Path | None = None,
     index: Path | None = None,
-    stdin: bytes | None = None,
+    stdin: bytes = b"",
     check: bool = True,
-) -> subprocess.CompletedProcess[bytes]:
-    if not cwd.is_dir():
-        raise WorktreeError(f"{cwd} does not exist (any more)")
+) -> GitResult:
+    """git through the app's runner (no repository hooks, filters or drivers, no key),
+    writing only under `writes`, with `index` as its index if given."""
+    env = dict(_IDENTITY)
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
     try:
-        done = subprocess.run(
-            # The repository's config is not ours to trust: no core.fsmonitor command.
-            ["git", *GIT_SAFETY_OPTIONS, *args],
-            cwd=cwd,
-            input=stdin if stdin is not None else b"",
-            capture_output=True,
-            env=_environment(index),
-            timeout=GIT_TIMEOUT_SECS,
-        )
-    except FileNotFoundError:
+        done = run_git(args, cwd, timeout=GIT_TIMEOUT_SECS, writes=writes, env=env, stdin=stdin)
+    except GitMissing as error:
         raise WorktreeError(
-            "git is not installed (or not on PATH); isolation needs it. Install git, or "
-            "open the sub-agent without isolation."
+            f"{error}; isolation needs it. Install git, or open the sub-agent without isolation."
         ) from None
-    except subprocess.TimeoutExpired:
-        raise WorktreeError(f"git {_command(args)} took longer than {GIT_TIMEOUT_SECS} s") from None
+    except GitError as error:
+        raise WorktreeError(str(error)) from None
     if check and done.returncode != 0:
-        raise WorktreeError(f"git {_command(args)} failed: {_first_error(done.stderr)}")
+        raise WorktreeError(f"git {subcommand(args)} failed: {first_error(done.stderr)}")
     return done
 
 
-def _command(args: list[str]) -> str:
-    """The subcommand, for messages (options such as `-c key=value` skipped)."""
-    return next((a for a in args if not a.startswith("-") and "=" not in a), "")
-
-
-def _out(args: list[str], cwd: Path, *, index: Path | None = None, check: bool = True) -> str:
-    return _run(args, cwd, index=index, check=check).stdout.decode("utf-8", "replace").strip()
-
-
-def _first_error(stderr: bytes) -> str:
-    lines = stderr.decode("utf-8", "replace").strip().splitlines()
-    errors = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (errors or lines or ["(no message)"])[0]
+def _out(
+    args: list[str],
+    cwd: Path,
+    *,
+    writes: Path | None = None,
+    index: Path | None = None,
+    check: bool = True,
+) -> str:
+    done = _run(args, cwd, writes=writes, index=index, check=check)
+    return done.stdout.decode("utf-8", "replace").strip()
 
 
 def repository_of(directory: Path) -> Repository:
@@ -293,11 +276,20 @@ def repository_of(directory: Path) -> Repository:
     if done.returncode != 0 or len(lines) != 3:
         raise WorktreeError(
             f'isolation "worktree" needs a git repository, and {directory} is not inside one '
-            f"({_first_error(done.stderr)}). Run `git init` there (no commit is needed), or "
+            f"({first_error(done.stderr)}). Run `git init` there (no commit is needed), or "
             "open the sub-agent without isolation."
         )
-    root, common, index = lines
-    return Repository(Path(root), (directory / common).resolve(), (directory / index).resolve())
+    root, common, index = Path(lines[0]), lines[1], lines[2]
+    # The runner sandboxes git to write the work tree: it must be the folder holding .git,
+    # never where a core.worktree in the repository's config points (`/`, say).
+    if root != (holding := work_tree_root(directory)):
+        raise WorktreeError(
+            f"git takes {root} as the work tree of {directory}, not {holding}, which holds "
+            "its .git: the repository's core.worktree moves it, and isolation works only in "
+            "the folder holding .git. Remove the setting (`git config --unset core.worktree`), "
+            "or open the sub-agent without isolation."
+        )
+    return Repository(root, (directory / common).resolve(), (directory / index).resolve())
 
 
 def snapshot(repo: Repository) -> str:
@@ -306,12 +298,26 @@ def snapshot(repo: Repository) -> str:
     Built in a copy of the work tree's index: its stat data spares git re-reading the
     files that did not change, and the real index is left exactly as it was.
     """
-    with tempfile.TemporaryDirectory(prefix="codewhale-index-") as folder:
+    with _scratch_index(repo) as index:
+        return _tree_of_files(repo, index)
+
+
+@contextlib.contextmanager
+def _scratch_index(repo: Repository) -> Iterator[Path]:
+    """A copy of the work tree's index, in the git directory: git writes nothing else there."""
+    with tempfile.TemporaryDirectory(prefix="codewhale-index-", dir=repo.git_dir) as folder:
         index = Path(folder) / "index"
         if repo.index.is_file():
-            shutil.copyfile(repo.index, index)
-        _run(["add", "--all", "--", ".", NOT_STATE], repo.root, index=index)
-        return _out(["write-tree"], repo.root, index=index)
+            # With its timestamp: git re-reads a file changed in the second the index was
+            # written (same size, same stat otherwise) only if the index says it was then.
+            shutil.copy2(repo.index, index)
+        yield index
+
+
+def _tree_of_files(repo: Repository, index: Path) -> str:
+    """Stage every file into `index` and write its tree (the work tree itself is only read)."""
+    _run(["add", "--all", "--", ".", NOT_STATE], repo.root, writes=repo.git_dir, index=index)
+    return _out(["write-tree"], repo.root, writes=repo.git_dir, index=index)
 
 
 def diff_between(root: Path, old: str, new: str, scope: str = ".") -> DiffSummary:
@@ -339,12 +345,10 @@ def create(directory: Path) -> Prepared:
     head = _out(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo.root, check=False)
     tree = snapshot(repo)
     parents = ["-p", head] if head else []
-    base = _out(
-        ["-c", "commit.gpgSign=false", "commit-tree", tree, *parents, "-m", BASE_MESSAGE],
-        repo.root,
-    )
+    base = _out(["commit-tree", tree, *parents, "-m", BASE_MESSAGE], repo.root, writes=repo.git_dir)
     path = repo.git_dir / WORKTREES_DIR / secrets.token_hex(4)
-    _run(["worktree", "add", "--detach", "--quiet", str(path), base], repo.root)
+    checkout = ["worktree", "add", "--detach", "--quiet", str(path), base]
+    _run(checkout, repo.root, writes=repo.git_dir)
     scope = directory.resolve().relative_to(repo.root)
     workspace = path / scope
     # A directory git ignores is not in the checkout: the child still gets to start there.
@@ -367,16 +371,17 @@ def branch_slug(nickname: str) -> str:
 
 def name_branch(tree: Worktree, nickname: str) -> Worktree:
     """Put the worktree on a new branch `codewhale/<nickname>` (`-2`, `-3`… when taken)."""
-    slug, path = branch_slug(nickname), Path(tree.path)
+    slug, path, git_dir = branch_slug(nickname), Path(tree.path), Path(tree.git_dir)
     problem = ""
     for attempt in range(1, 51):
         branch = BRANCH_PREFIX + (slug if attempt == 1 else f"{slug}-{attempt}")
         # An empty old value: create the branch only if no branch has that name.
-        made = _run(["update-ref", f"refs/heads/{branch}", tree.base_commit, ""], path, check=False)
+        new_ref = ["update-ref", f"refs/heads/{branch}", tree.base_commit, ""]
+        made = _run(new_ref, path, writes=git_dir, check=False)
         if made.returncode == 0:
-            _run(["symbolic-ref", "HEAD", f"refs/heads/{branch}"], path)
+            _run(["symbolic-ref", "HEAD", f"refs/heads/{branch}"], path, writes=git_dir)
             return replace(tree, branch=branch)
-        problem = _first_error(made.stderr)
+        problem = first_error(made.stderr)
     raise WorktreeError(f"no free branch name {BRANCH_PREFIX}{slug}-N: {problem}")
 
 
@@ -384,6 +389,15 @@ def summarize(tree: Worktree) -> DiffSummary:
     """What the child changed in its worktree, against its base."""
     path = Path(tree.path)
     return diff_between(path, tree.base_commit, snapshot(repository_of(path)), tree.scope)
+
+
+def changed_files(tree: Worktree) -> list[Path]:
+    """Every file of the source work tree that applying the child's changes would write."""
+    worktree = repository_of(Path(tree.path))
+    command = ["diff", "--name-only", "-z", "--no-renames", "--no-relative", tree.base_commit]
+    command += [snapshot(worktree), "--", tree.scope]
+    names = _run(command, worktree.root).stdout.decode("utf-8", "surrogateescape").split("\0")
+    return [Path(tree.source) / name for name in names if name]
 
 
 def apply(tree: Worktree) -> ApplyOutcome:
@@ -397,32 +411,38 @@ def apply(tree: Worktree) -> ApplyOutcome:
     patch = _run(
         ["diff", *_PATCH_FLAGS, tree.base_commit, theirs, "--", tree.scope], source.root
     ).stdout
-    with tempfile.TemporaryDirectory(prefix="codewhale-index-") as folder:
-        index = Path(folder) / "index"
-        if source.index.is_file():
-            shutil.copyfile(source.index, index)
-        _run(["add", "--all", "--", ".", NOT_STATE], source.root, index=index)
-        ours = _out(["write-tree"], source.root, index=index)
+    with _scratch_index(source) as index:
+        ours = _tree_of_files(source, index)
+        # A path whose merge driver the repository names gets none (the runner empties
+        # it): where a 3-way merge is needed there, git reports a conflict. Getting there,
+        # git writes the driver's temporary files into the work tree.
         merged = _run(
             ["apply", "--3way", "--cached", "--whitespace=nowarn", "-"],
             source.root,
+            writes=source.enclosing_folder(),
             index=index,
             stdin=patch,
             check=False,
         )
         if merged.returncode != 0:
             return _conflict(changes, merged.stderr, source.root, index)
-        result = _out(["write-tree"], source.root, index=index)
+        result = _out(["write-tree"], source.root, writes=source.git_dir, index=index)
     # The merge is clean: the user's files get exactly what it added to them. git apply
     # checks every hunk before writing any, so an edit made meanwhile still changes nothing.
     update = _run(["diff", *_PATCH_FLAGS, ours, result], source.root).stdout
-    written = _run(["apply", "--whitespace=nowarn", "-"], source.root, stdin=update, check=False)
+    written = _run(
+        ["apply", "--whitespace=nowarn", "-"],
+        source.root,
+        writes=source.root,
+        stdin=update,
+        check=False,
+    )
     if written.returncode != 0:
         return ApplyOutcome(
             False,
             changes,
             detail="the work tree changed while the merge was being worked out, so nothing "
-            f"was written; apply again ({_first_error(written.stderr)})",
+            f"was written; apply again ({first_error(written.stderr)})",
         )
     return ApplyOutcome(True, changes)
 
@@ -439,7 +459,7 @@ def _conflict(changes: DiffSummary, stderr: bytes, root: Path, index: Path) -> A
         for pattern in _CONFLICT_LINES:
             if match := pattern.match(line):
                 paths.add(match.group(1))
-    errors = [line for line in lines if line.startswith("error:")]
+    errors = [line for line in lines if line.startswith(("error:", "fatal:"))]
     return ApplyOutcome(False, changes, tuple(sorted(paths)), "; ".join(errors[:5]))
 
 
@@ -451,9 +471,10 @@ def remove(tree: Worktree) -> None:
         return
     at = [f"--git-dir={git_dir}"]
     if Path(tree.path).exists():
-        removed = _run([*at, "worktree", "remove", "--force", tree.path], git_dir, check=False)
+        command = [*at, "worktree", "remove", "--force", tree.path]
+        removed = _run(command, git_dir, writes=git_dir, check=False)
         if removed.returncode != 0:
             shutil.rmtree(tree.path, ignore_errors=True)
-    _run([*at, "worktree", "prune"], git_dir, check=False)
+    _run([*at, "worktree", "prune"], git_dir, writes=git_dir, check=False)
     if tree.branch:
-        _run([*at, "branch", "-D", tree.branch], git_dir, check=False)
+        _run([*at, "branch", "-D", tree.branch], git_dir, writes=git_dir, check=False)

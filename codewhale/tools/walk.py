@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pathspec
 
-from codewhale.sandbox.environment import child_environment
+from codewhale.gitrun import GitError, run_git
 from codewhale.tools.base import ToolError
 from codewhale.tools.files import open_regular
 
@@ -31,9 +30,6 @@ LISTING_TTL_SECS = 2.0
 # Past this git is given up on and the Python walk answers: git blocks reading a
 # .gitignore that is a FIFO. Listing even a very large repository takes far less.
 GIT_TIMEOUT_SECS = 10.0
-# A repository's config is untrusted, and git runs core.fsmonitor (any command) on
-# reading the index, even for ls-files.
-GIT_SAFETY_OPTIONS = ("-c", "core.fsmonitor=false")
 # Listings of other directories (a fallback grep's paths) are dropped past this many.
 MAX_CACHED_LISTINGS = 32
 
@@ -118,19 +114,11 @@ def _list_with_git(directory: Path) -> _GitListing:
 
 
 def _git(directory: Path, *arguments: str) -> bytes | None:
+    # The app's git runner: a repository's config runs nothing (core.fsmonitor would run
+    # on reading the index, even for ls-files), and GIT_DIR and the like are not passed.
     try:
-        done = subprocess.run(
-            ["git", *GIT_SAFETY_OPTIONS, *arguments],
-            cwd=directory,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            # The allowlisted environment: GIT_DIR, GIT_INDEX_FILE and the like would
-            # make git answer for some other tree.
-            env=child_environment(os.environ),
-            timeout=GIT_TIMEOUT_SECS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        done = run_git(arguments, directory, timeout=GIT_TIMEOUT_SECS)
+    except GitError:
         return None
     return done.stdout if done.returncode == 0 else None
 
@@ -234,9 +222,10 @@ def _with_ignore_file(directory: Path, depth: int, stack: _IgnoreStack) -> _Igno
 def _load_rules(path: Path) -> tuple[_Rule, ...]:
     # A .gitignore that is a FIFO would hang every walk, so it is opened as files.py opens
     # any file: a symlinked one is not followed (nor is it by git since 2.32); hard links
-    # are allowed, since its content only steers the walk and is never shown.
+    # are allowed, since its content only steers the walk and is never shown. The walk
+    # itself goes by name, so the file is opened from the directory the walk is in.
     try:
-        with open_regular(path, ".gitignore", single_link=False) as stream:
+        with open_regular(path, ".gitignore", workspace=path.parent, single_link=False) as stream:
             content = os.fsdecode(stream.read()).removeprefix("\ufeff")
     except (ToolError, OSError):
         return ()

@@ -26,7 +26,8 @@ HOOKS = (
 ATTRIBUTES = "*.md filter=evil diff=evil merge=evil\n*.txt filter=long-running\n"
 NOTES = "# Notes\n\nfirst line\n"
 # A script for every purpose: it leaves its witness, then acts the part it was called as
-# (a filter passes content through, a textconv prints the file, a hook drains its input).
+# (a filter passes content through, a textconv prints the file, a hook drains its input;
+# a merge driver or long-running filter fails, the latter before git waits on its answer).
 SCRIPT = """#!/bin/sh
 kind="$1"
 shift
@@ -39,7 +40,7 @@ done
 case "$kind" in
     clean|smudge) exec cat ;;
     textconv) exec cat "$1" ;;
-    merge) exit 1 ;;
+    merge|process) exit 1 ;;
     *) cat > /dev/null 2>&1 ;;
 esac
 """
@@ -57,9 +58,12 @@ def hostile_repo(root: Path, witness: Path, *, husky: bool = False) -> Path:
         f"{hooks}/{name}": f'#!/bin/sh\nexec "$(dirname "$0")/mark" {name} "$@"\n' for name in HOOKS
     }
     files[f"{hooks}/mark"] = SCRIPT.format(witness=witness)
-    repo = make_repo(root, files).resolve()
-    for script in (repo / hooks).iterdir():
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    for script in (root / hooks).iterdir():
         script.chmod(0o755)
+    repo = make_repo(root).resolve()
     # Armed only now: the test's own git above must not trip the scripts.
     git(repo, "config", "core.hooksPath", hooks)
     if husky:

@@ -121,6 +121,17 @@ def test_outside_a_repository_the_error_names_the_problem_and_the_fix(tmp_path):
     assert "without isolation" in message
 
 
+def test_a_work_tree_moved_by_core_worktree_is_refused(repo, tmp_path):
+    # The repository's config could aim git's snapshot and apply at any folder above it.
+    git(repo, "config", "core.worktree", str(tmp_path))
+    with pytest.raises(WorktreeError) as caught:
+        worktree.create(repo)
+    message = str(caught.value)
+    assert f"git takes {tmp_path.resolve()} as the work tree" in message
+    assert "git config --unset core.worktree" in message
+    assert not (repo / ".git" / worktree.WORKTREES_DIR).exists()
+
+
 def test_branch_names_follow_the_nickname_and_stay_unique(repo):
     first, second = made(repo), made(repo)
     assert (first.branch, second.branch) == ("codewhale/moby", "codewhale/moby-2")
