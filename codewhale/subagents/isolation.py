@@ -167,6 +167,14 @@ class WorktreeKeeper:
             reply["detail"] = outcome.detail
         return reply
 
+    def targets(self, record: WorkerRecord) -> list[Path]:
+        """The source work tree's files that applying `record`'s changes would write."""
+        tree = self._applicable(record)
+        try:
+            return worktree.changed_files(tree)
+        except WorktreeError as error:
+            raise SpawnError(f"agent_apply: {error}") from None
+
     def _applicable(self, record: WorkerRecord) -> Worktree:
         tree = tree_of(record)
         who = f"{record.nickname} ({record.agent_id})"

@@ -359,6 +359,10 @@ class SubAgentManager:
         await self.writer.durable()
         return reply
 
+    def apply_targets(self, reference: Any, opener: Opener | None = None) -> list[Path]:
+        """The files agent_apply would write, for the dispatcher's protected-path check."""
+        return self.worktrees.targets(self.find(reference, opener).record)
+
     def _summarize_isolated(self, event: agent_events.AgentEvent) -> None:
         """An isolated child ended: its diff summary goes into its completion event, which
         its runner sends right after this move."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codewhale.permissions import ApprovalClass
@@ -201,6 +202,14 @@ class AgentApply(_AgentTool):
         "type": "object",
         "properties": {"agent_id": {"type": "string"}, "name": {"type": "string"}},
     }
+
+    def written_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        """The child's changed files: a worktree child writes `.mcp.json` or `.claude/`
+        freely in its own tree, and applying that to the work tree asks first."""
+        try:
+            return self.manager.apply_targets(self.child_reference(arguments), self.opener)
+        except SpawnError as error:
+            raise ToolError(str(error)) from None
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         reference = self.child_reference(arguments)

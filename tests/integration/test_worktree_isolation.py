@@ -284,6 +284,26 @@ async def test_agent_apply_follows_the_mode_like_an_edit(llm, make_session, tmp_
     assert json.loads(applied)["applied"] is True and (workspace / "c.txt").read_text() == "c\n"
 
 
+async def test_applying_a_childs_protected_files_asks_even_in_yolo(llm, make_session, tmp_path):
+    """A worktree child writes its own tree freely (here with a shell command); bringing
+    its `.mcp.json` into the work tree is a protected write like any other."""
+    workspace = make_repo(tmp_path / "repo").resolve()
+    plant = ToolCallSpec("exec_shell", {"command": "echo '{}' > .mcp.json && echo d > d.txt"})
+    llm.route(for_task("make d"), Reply(tool_calls=[plant]), Reply(text=REPORT))
+    session = make_session(mode=Mode.YOLO, approve="deny")
+    agent_id = session.manager.open({"prompt": "make d", "isolation": "worktree"})["agent_id"]
+    await wait_done(session, agent_id)
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("agent_apply", {"agent_id": agent_id})]))
+    llm.enqueue(Reply(text="denied"))
+    await session.submit("apply it")
+    await session.close()
+    [denied] = tool_results(llm.requests[-1].json)
+    assert "denied" in denied
+    assert not (workspace / ".mcp.json").exists() and not (workspace / "d.txt").exists()
+    [asked] = [e for e in session.seen if type(e).__name__ == "ApprovalRequested"]
+    assert ".mcp.json is protected" in asked.summary
+
+
 async def test_finished_worktrees_are_pruned_by_age_when_a_session_opens(
     llm, make_session, tmp_path
 ):
