@@ -248,6 +248,23 @@ async def test_an_edit_asks_with_its_diff_and_writes_only_once_approved(llm, mak
         await app.action_quit()
 
 
+async def test_a_protected_write_asks_in_agent_mode_and_says_why(llm, make_app, workspace):
+    """Agent mode lets edits run, but not one of `.mcp.json`: the dialog says why."""
+    plant = {"path": ".mcp.json", "content": '{"mcpServers": {}}\n'}
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("write_file", plant)]), Reply(text="ok"))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await type_and_send(pilot, "add an mcp server")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        shown = visible_text(app.screen)
+        assert ".mcp.json is protected: the project's MCP servers" in shown
+        assert "write_file writing exactly .mcp.json" in shown
+        await pilot.press("n")
+        await wait_for(pilot, lambda: len(llm.requests) == 2)
+        assert not (workspace / ".mcp.json").exists()
+        await app.action_quit()
+
+
 def git_workspace(root: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "src").mkdir()
