@@ -13,6 +13,7 @@ BENCHMARKS = (
     "startup",
     "engine_overhead",
     "fanout",
+    "fanout_rss",
     "state_io",
     "rlm",
     "handles",
@@ -23,6 +24,8 @@ BENCHMARKS = (
     "compaction",
     "mcp",
     "worktree",
+    "stream_exec",
+    "stream_tui",
 )
 
 

@@ -1,6 +1,7 @@
 """`codewhale exec`: one prompt, run to completion without the TUI.
 
-Exit codes: 0 done, 1 the turn failed, 2 usage or config error, 130 interrupted.
+Exit codes: 0 done, 1 the turn failed, 2 usage or config error, 130 interrupted (SIGINT),
+143 and 129 stopped by SIGTERM and SIGHUP (handled as SIGINT is: the result is written).
 
 With `--json`, stdout is JSON Lines: a `session` record, the events, then a `result`
 record (docs/EVENTS.md, "exec --json"). Without it, stdout holds only the final answer.
@@ -12,7 +13,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import json
-import signal
 import sys
 import threading
 import time
@@ -23,8 +23,10 @@ from typing import Any, TextIO, TypeVar
 from codewhale.config import ConfigError
 from codewhale.permissions import Mode
 from codewhale.providers.key_help import lacks_key, missing_key_help
+from codewhale.providers.types import Usage
 from codewhale.runtime import Runtime, RuntimeSetupError, TurnResult, events, open_runtime
 from codewhale.sanitize import clean_text
+from codewhale.stop_signals import StopSignals
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -306,24 +308,42 @@ async def _run(args: argparse.Namespace, prompt: str, terminal: Terminal | None)
         return EXIT_USAGE
     for warning in runtime.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    printer.begin(session_record(runtime, resumed=bool(resume or continue_latest)))
+    work = asyncio.ensure_future(servers_then_turn(runtime, prompt))
+    # SIGINT, SIGTERM or SIGHUP interrupts the turn (before it starts, the wait for MCP
+    # servers), and closing below stops the rest; a second one while closing exits at once.
+    with StopSignals(lambda _: runtime.cancel_turn() or work.cancel()) as stop:
+        try:
+            await asyncio.wait({work})
+            turn = stopped_before_the_turn() if work.cancelled() else work.result()
+            # Counted as the turn ended: closing then stops the children still running.
+            children = runtime.agents()
+        finally:
+            await runtime.close()
+    # After close, so nothing it reports (children it stopped) comes after the result.
+    duration_ms = round((time.monotonic() - started) * 1000)
+    # A file the run could not write (a full or read-only disk) costs nothing printed: the
+    # answer is out, one line says what was not saved (--json had a storage_error record).
+    problems = runtime.storage_problems()
+    if not args.json:
+        for problem in problems:
+            print(f"codewhale: {problem}", file=sys.stderr)
+    printer.end(result_record(runtime, turn, children, duration_ms))
+    if turn.status == "completed":
+        return EXIT_FAILED if problems else EXIT_OK
+    if turn.status == "interrupted":
+        return stop.exit_status or EXIT_INTERRUPTED
+    return EXIT_FAILED
+
+
+async def servers_then_turn(runtime: Runtime, prompt: str) -> TurnResult:
+    """Wait for the MCP servers, then run the turn: one task, so one signal stops either."""
     # A server that cannot start is said once, up front; the turn runs without its tools.
     for problem in await runtime.start_mcp():
         print(f"warning: {problem}", file=sys.stderr)
-    printer.begin(session_record(runtime, resumed=bool(resume or continue_latest)))
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, runtime.cancel_turn)
-    try:
-        turn = await runtime.submit(prompt)
-        # Counted as the turn ended: closing then stops the children still running.
-        children = runtime.agents()
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        await runtime.close()
-    # After close, so nothing it reports (children it stopped) comes after the result.
-    duration_ms = round((time.monotonic() - started) * 1000)
-    printer.end(result_record(runtime, turn, children, duration_ms))
-    if turn.status == "completed":
-        return EXIT_OK
-    if turn.status == "interrupted":
-        return EXIT_INTERRUPTED
-    return EXIT_FAILED
+    return await runtime.submit(prompt)
+
+
+def stopped_before_the_turn() -> TurnResult:
+    """The result of a turn a stop signal prevented (it came while MCP servers started)."""
+    return TurnResult(status="interrupted", steps=0, usage=Usage())

@@ -26,7 +26,7 @@ from codewhale.engine.compaction import (
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.dispatch import ToolDispatcher
 from codewhale.providers.client import ChatClient
-from codewhale.providers.errors import ProviderError
+from codewhale.providers.errors import ProviderError, RequestTimeoutError
 from codewhale.providers.pricing import cost_usd
 from codewhale.providers.retry import Retrying
 from codewhale.providers.types import (
@@ -194,7 +194,7 @@ class Engine:
             if self._task is not None:
                 self._task.uncancel()
             self._close_interrupted(state)
-            result = TurnResult("interrupted", state.steps, state.usage, state.partial_text)
+            result = TurnResult("interrupted", state.steps, state.usage, state.partial_text())
         finally:
             self._task = None
             self._turn_state = None
@@ -227,7 +227,7 @@ class Engine:
             self._checkpoint()
             try:
                 completion = await self._request(state)
-            except TimeoutError:
+            except RequestTimeoutError:
                 assert self.request_timeout_secs is not None
                 return TurnResult(
                     "timed_out",
@@ -312,44 +312,42 @@ class Engine:
 
     async def _request(self, state: _TurnState) -> Completion:
         """One model request; the client retries it, and says so before each retry."""
-        state.partial_text = ""
+        state.deltas.clear()
         if self.compactor.due(self.conversation, self._schemas, self._model):
             await self._compact(state)
         messages = self.conversation.request_messages()
         self.conversation.last_request_size = len(messages)
         self.conversation.tools = self._schemas
-        idle = self.request_timeout_secs
-        loop = asyncio.get_running_loop()
         streamed = False
-        stream = self.client.stream(messages, tools=self._schemas, model=self.model)
+        # The idle timeout is the client's: it sees every byte, and an event that carries
+        # no delta (a finish_reason, the usage) is data all the same.
+        stream = self.client.stream(
+            messages,
+            tools=self._schemas,
+            model=self.model,
+            idle_timeout_secs=self.request_timeout_secs,
+        )
         try:
-            # An idle deadline: pushed back by every piece of the stream that arrives.
-            async with asyncio.timeout_at(None if idle is None else loop.time() + idle) as deadline:
-                async with aclosing(stream):
-                    async for event in stream:
-                        if isinstance(event, Retrying):
-                            self._emit(_retrying_event(event))
-                            if idle is not None:  # the wait before a retry is not idleness
-                                deadline.reschedule(loop.time() + event.delay + idle)
-                            continue
-                        if idle is not None:
-                            deadline.reschedule(loop.time() + idle)
-                        if isinstance(event, TextDelta):
-                            streamed = True
-                            state.partial_text += event.text
-                            self._emit(events.AssistantDelta(text=event.text))
-                        elif isinstance(event, ReasoningDelta):
-                            streamed = True
-                            self._emit(events.ReasoningDelta(text=event.text))
-                        elif isinstance(event, StreamFinished):
-                            return self._finished(event.completion, state)
-        except (ProviderError, TimeoutError):
+            async with aclosing(stream):
+                async for event in stream:
+                    if isinstance(event, Retrying):
+                        self._emit(_retrying_event(event))
+                    elif isinstance(event, TextDelta):
+                        streamed = True
+                        state.deltas.append(event.text)
+                        self._emit(events.AssistantDelta(text=event.text))
+                    elif isinstance(event, ReasoningDelta):
+                        streamed = True
+                        self._emit(events.ReasoningDelta(text=event.text))
+                    elif isinstance(event, StreamFinished):
+                        return self._finished(event.completion, state)
+        except ProviderError:
             # The client never retries once deltas were delivered (they would repeat), so
             # the shown part is closed as cut short and the turn fails with the reason.
             if streamed:
                 self._emit(
                     events.AssistantMessage(
-                        content=state.partial_text, finish_reason="error", interrupted=True
+                        content=state.partial_text(), finish_reason="error", interrupted=True
                     )
                 )
             raise
@@ -429,13 +427,11 @@ class Engine:
                     self.messages.append(
                         {"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED_NOTE}
                     )
-        elif state.partial_text:
-            self.messages.append(
-                {"role": "assistant", "content": f"{state.partial_text}\n{INTERRUPTED_NOTE}"}
-            )
+        elif partial := state.partial_text():
+            self.messages.append({"role": "assistant", "content": f"{partial}\n{INTERRUPTED_NOTE}"})
         self._emit(
             events.AssistantMessage(
-                content=state.partial_text, finish_reason="interrupted", interrupted=True
+                content=state.partial_text(), finish_reason="interrupted", interrupted=True
             )
         )
 
@@ -444,8 +440,17 @@ class Engine:
 class _TurnState:
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
-    partial_text: str = ""
+    # The current request's answer as it streamed, one piece per delta: a str grown with
+    # += is copied whole per delta (CPython appends in place only to a local with one
+    # reference), which made a long answer quadratic. Joined only when read.
+    deltas: list[str] = field(default_factory=list)
     pending_calls: list[Any] = field(default_factory=list)
+
+    def partial_text(self) -> str:
+        """The answer streamed so far; joined once, and kept joined for the next read."""
+        if len(self.deltas) > 1:
+            self.deltas[:] = ["".join(self.deltas)]
+        return self.deltas[0] if self.deltas else ""
 
 
 def _assistant_message(completion: Completion) -> dict[str, Any]:

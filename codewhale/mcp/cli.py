@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from codewhale.config import load_for_command
 from codewhale.mcp.disclosure import trust_details
 from codewhale.mcp.hub import McpHub, ServerStatus, trust_file
 from codewhale.mcp.listing import format_statuses
+from codewhale.mcp.server import PENDING, ServerState
 from codewhale.mcp.specs import ServerSpec, project_specs
 from codewhale.mcp.trust import TrustStore
 from codewhale.paths import user_dirs
@@ -47,6 +49,7 @@ def _list(args: argparse.Namespace) -> int:
             await hub.close()
 
     problems, statuses = asyncio.run(look())
+    statuses = [_given_up(status, hub.startup_timeout) for status in statuses]
     warnings = [*loaded.warnings, *hub.warnings]
     if args.json:
         document = {
@@ -60,6 +63,15 @@ def _list(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
         print(format_statuses(statuses))
     return 1 if problems else 0
+
+
+def _given_up(status: ServerStatus, timeout: float) -> ServerStatus:
+    """A server still starting when the listing was taken failed to start in time: the
+    listing stops it then, where a session would go on waiting."""
+    if status.state not in PENDING:
+        return status
+    why = f"could not start: no answer to its handshake within {timeout:g} s (startup_timeout_secs)"
+    return replace(status, state=ServerState.FAILED, error=why)
 
 
 def _trust(args: argparse.Namespace, *, revoke: bool) -> int:

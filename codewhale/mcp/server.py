@@ -115,11 +115,12 @@ class McpServer:
                 # Still starting: nothing to shut down gently, and waiting for it to
                 # finish starting could take the whole startup timeout.
                 task.cancel()
-            try:
-                await asyncio.wait_for(asyncio.shield(task), STOP_SECS)
-            except TimeoutError:
+            # asyncio.wait, not wait_for: the task ending cancelled (as just asked) is no
+            # error of the closer's, and a timeout must not cancel it before we choose to.
+            done, _ = await asyncio.wait({task}, timeout=STOP_SECS)
+            if not done:
                 task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                await asyncio.wait({task})
         if self.state not in (ServerState.DISABLED, ServerState.UNTRUSTED, ServerState.FAILED):
             self._set(ServerState.STOPPED)
 

@@ -28,6 +28,7 @@ from codewhale.providers.errors import (
     ProtocolError,
     ProviderConnectionError,
     ProviderError,
+    RequestTimeoutError,
     StreamInterruptedError,
 )
 from codewhale.providers.key_help import missing_key_help
@@ -180,6 +181,19 @@ class _FragmentCache:
         self._size_after_pruning = len(self._entries)
 
 
+@dataclasses.dataclass(frozen=True)
+class _IdleLimit:
+    """How long one request may go without data, and whose limit that is."""
+
+    secs: float
+    # The caller's own (ChatClient.stream's idle_timeout_secs), not retried; else
+    # [network] stream_idle_timeout_secs, retried like any transient failure.
+    callers: bool
+
+    def error(self, message: str) -> IdleTimeoutError:
+        return (RequestTimeoutError if self.callers else IdleTimeoutError)(message)
+
+
 class ChatClient:
     """One provider endpoint; share an instance across concurrent requests."""
 
@@ -207,12 +221,13 @@ class ChatClient:
             _with_text_content if self._needs_text_content else None
         )
         self._tool_fragments = _FragmentCache()
-        # httpx's own read timeout is only a backstop: keep-alive comments reset it, so
-        # the idle timeout that matters is enforced per SSE event below.
+        # Each request passes its idle limit down: the transport applies it to every wait
+        # for bytes (the response head's too), _read_events to the time between SSE events
+        # (where keep-alive comments do not count).
         self._transport = Transport(
             settings.base_url,
             connect_timeout=settings.connect_timeout_secs,
-            read_timeout=settings.stream_idle_timeout_secs + 5,
+            read_timeout=settings.stream_idle_timeout_secs,
             max_connections=64,
         )
 
@@ -315,19 +330,24 @@ class ChatClient:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        idle_timeout_secs: float | None = None,
         **params: Any,
     ) -> AsyncGenerator[StreamEvent | Retrying, None]:
         """Stream one response: deltas as they arrive, then exactly one StreamFinished.
 
         A Retrying notice comes before each retry; no delta precedes one (see _with_retries).
+        `idle_timeout_secs` is the caller's own idle limit: when no data arrives for that
+        long (first byte or next event), the request ends with a RequestTimeoutError, not
+        retried; [network] stream_idle_timeout_secs applies when it is the shorter one.
         """
+        idle = self._idle_limit(idle_timeout_secs)
         tools = tools if self.settings.offer_tools else None
         earlier_usage = None
         if tools and not self._stream_tools:
             # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
             params.setdefault("tool_choice", "auto")
             completion = None
-            async with aclosing(self._whole(messages, tools, model, params)) as whole:
+            async with aclosing(self._whole(messages, tools, model, params, idle)) as whole:
                 async for item in whole:
                     if isinstance(item, StreamFinished):
                         completion = item.completion
@@ -344,7 +364,7 @@ class ChatClient:
             earlier_usage, tools = completion.usage, None
             params.pop("tool_choice")
         body = self.encode_request_parts(messages, tools=tools, model=model, **params)
-        async with aclosing(self._with_retries(lambda: self._stream_once(body))) as events:
+        async with aclosing(self._with_retries(lambda: self._stream_once(body, idle))) as events:
             async for event in events:
                 if isinstance(event, StreamFinished) and earlier_usage is not None:
                     event = StreamFinished(_with_usage(event.completion, earlier_usage))
@@ -370,7 +390,9 @@ class ChatClient:
         **params: Any,
     ) -> Completion:
         """One non-streamed request (for servers whose streaming breaks with tools)."""
-        return await _completion_of(self._whole(messages, tools, model, params))
+        return await _completion_of(
+            self._whole(messages, tools, model, params, self._idle_limit(None))
+        )
 
     def _whole(
         self,
@@ -378,15 +400,23 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None,
         model: str | None,
         params: dict[str, Any],
+        idle: _IdleLimit,
     ) -> AsyncGenerator[StreamFinished | Retrying, None]:
         """A non-streamed request, with the same retries and notices as a stream."""
         tools = tools if self.settings.offer_tools else None
         body = self.encode_request_parts(messages, tools=tools, model=model, stream=False, **params)
 
         async def attempt() -> AsyncGenerator[StreamFinished, None]:
-            yield StreamFinished(await self._request_once(body))
+            yield StreamFinished(await self._request_once(body, idle))
 
         return self._with_retries(attempt)
+
+    def _idle_limit(self, caller_secs: float | None) -> _IdleLimit:
+        """The shorter of the caller's idle limit and stream_idle_timeout_secs."""
+        own = self.settings.stream_idle_timeout_secs
+        if caller_secs is None or own < caller_secs:
+            return _IdleLimit(own, callers=False)
+        return _IdleLimit(caller_secs, callers=True)
 
     async def _with_retries(
         self, attempt: Callable[[], AsyncGenerator[Event, None]]
@@ -463,35 +493,39 @@ class ChatClient:
         self._base_url = await self.launcher.ensure_started()
         return self._base_url.rstrip("/") + "/chat/completions"
 
-    async def _stream_once(self, body: list[bytes]) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream_once(
+        self, body: list[bytes], idle: _IdleLimit
+    ) -> AsyncGenerator[StreamEvent, None]:
         headers = self._headers(streaming=True)
         url = await self._endpoint_url()
-        started = False
+        response = None
         try:
-            async with self._transport.post(url, body, headers) as response:
+            async with self._transport.post(url, body, headers, read_timeout=idle.secs) as response:
                 if response.status_code != 200:
                     await response.aread()
                     raise error_for_status(response, self.settings)
-                started = True
                 if _is_json(response):
                     completion = completion_from_message(_json(await response.aread()))
                     if completion.content:
                         yield TextDelta(completion.content)
                     yield StreamFinished(completion)
                     return
-                async with aclosing(self._read_events(response)) as events:
+                async with aclosing(self._read_events(response, idle)) as events:
                     async for event in events:
                         yield event
         except httpx.TimeoutException as error:
-            raise self._timeout_error(error, started) from None
+            raise self._timeout_error(error, response, idle) from None
         except httpx.TransportError as error:
-            raise self._transport_error(error, started) from None
+            raise self._transport_error(error, response) from None
 
-    async def _read_events(self, response: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
+    async def _read_events(
+        self, response: httpx.Response, idle_limit: _IdleLimit
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Decode SSE events, enforcing the idle timeout between events.
 
-        A comment (a server's keep-alive) does not count as an event: a stream of only
-        those still times out.
+        Any data counts, an event that carries no delta too (a finish_reason, the usage,
+        [DONE]) and the start of one still arriving (a long tool argument in one line); a
+        comment (a server's keep-alive) does not: a stream of only those still times out.
         """
         content_type = response.headers.get("content-type", "")
         if "text/event-stream" not in content_type:
@@ -501,7 +535,7 @@ class ChatClient:
             )
         assembler = StreamAssembler()
         decoder = SSEDecoder()
-        idle = self.settings.stream_idle_timeout_secs
+        idle = idle_limit.secs
         loop = asyncio.get_running_loop()
         deadline = loop.time() + idle
         # httpx's is an async generator; closed here, not by the garbage collector's hook.
@@ -514,13 +548,11 @@ class ChatClient:
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
-                except TimeoutError:
+                except (TimeoutError, httpx.ReadTimeout):
+                    # Ours between events, or the transport's between bytes: one limit.
                     if done:
                         break
-                    raise IdleTimeoutError(
-                        f"No data from {self.settings.label} for {idle:g} s "
-                        "(stream idle timeout); the request was abandoned."
-                    ) from None
+                    raise idle_limit.error(self._idle_message(idle_limit)) from None
                 events = decoder.feed(chunk)
                 for sse in events:
                     data = sse.strip()
@@ -532,7 +564,7 @@ class ChatClient:
                         continue
                     for event in assembler.feed(_json(data)):
                         yield event
-                if events:
+                if events or not _only_comments(chunk):
                     # After [DONE], keep reading briefly to the end of the body: an early
                     # break closes the connection, and reconnecting for every request
                     # costs more CPU than the request when many children stream at once.
@@ -555,16 +587,17 @@ class ChatClient:
             completion = assembler.completion("tool_calls" if completion.tool_calls else "stop")
         yield StreamFinished(completion)
 
-    async def _request_once(self, body: list[bytes]) -> Completion:
+    async def _request_once(self, body: list[bytes], idle: _IdleLimit) -> Completion:
         headers = self._headers(streaming=False)
         url = await self._endpoint_url()
+        response = None
         try:
-            async with self._transport.post(url, body, headers) as response:
+            async with self._transport.post(url, body, headers, read_timeout=idle.secs) as response:
                 await response.aread()
         except httpx.TimeoutException as error:
-            raise self._timeout_error(error, False) from None
+            raise self._timeout_error(error, response, idle) from None
         except httpx.TransportError as error:
-            raise self._transport_error(error, False) from None
+            raise self._transport_error(error, response) from None
         if response.status_code != 200:
             raise error_for_status(response, self.settings)
         if not response.content.strip():
@@ -574,16 +607,36 @@ class ChatClient:
             )
         return completion_from_message(_json(response.content))
 
-    def _timeout_error(self, error: httpx.TimeoutException, started: bool) -> ProviderError:
-        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout) or not started:
+    def _timeout_error(
+        self, error: httpx.TimeoutException, response: httpx.Response | None, idle: _IdleLimit
+    ) -> ProviderError:
+        """`response` is None until its head arrived."""
+        label = self.settings.label
+        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return ProviderConnectionError(f"Timed out connecting to {label} at {self._base_url}.")
+        if isinstance(error, httpx.WriteTimeout):
             return ProviderConnectionError(
-                f"Timed out connecting to {self.settings.label} at {self._base_url}."
+                f"Timed out sending the request to {label} at {self._base_url} ({error})."
             )
-        return IdleTimeoutError(f"{self.settings.label} stopped sending data (read timed out).")
+        if response is None:
+            return idle.error(
+                f"{label} at {self._base_url} accepted the connection but sent no response "
+                f"headers within {idle.secs:g} s (idle timeout); the request was abandoned."
+            )
+        return idle.error(self._idle_message(idle))
 
-    def _transport_error(self, error: httpx.TransportError, started: bool) -> ProviderError:
+    def _idle_message(self, idle: _IdleLimit) -> str:
+        return (
+            f"No data from {self.settings.label} for {idle.secs:g} s (idle timeout); "
+            "the request was abandoned."
+        )
+
+    def _transport_error(
+        self, error: httpx.TransportError, response: httpx.Response | None
+    ) -> ProviderError:
+        """`response` is None until its head arrived."""
         reason = str(error) or type(error).__name__
-        if started:
+        if response is not None:
             return StreamInterruptedError(
                 f"The connection to {self.settings.label} broke mid-response: {reason}."
             )
@@ -600,6 +653,11 @@ async def _completion_of(events: AsyncGenerator[Any, None]) -> Completion:
             if isinstance(event, StreamFinished):
                 return event.completion
     raise ProtocolError("the stream ended without a completion")  # pragma: no cover
+
+
+def _only_comments(chunk: bytes) -> bool:
+    """Bytes that start with an SSE comment: a keep-alive, not data."""
+    return chunk.lstrip(b"\r\n").startswith(b":")
 
 
 def _is_json(response: httpx.Response) -> bool:

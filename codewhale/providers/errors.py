@@ -98,6 +98,16 @@ class IdleTimeoutError(ProviderError):
     reason = "idle timeout"
 
 
+class RequestTimeoutError(IdleTimeoutError):
+    """The caller's own idle limit for the request ran out (a sub-agent's api_timeout_secs).
+
+    Not retried: the caller set the limit to decide what follows itself (a child is
+    interrupted with its checkpoint kept, and continued later).
+    """
+
+    retryable = False
+
+
 class EmptyResponseError(ProviderError):
     """HTTP 200 with nothing in the body; retrying the same request rarely helps."""
 

@@ -37,10 +37,14 @@ class _Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._ended = False
         self._reason = ""
+        # Ended by an error (a reset), not the server's orderly close: a body read to the
+        # end of the connection is then cut short, not complete.
+        self._failed = False
         self._writable: asyncio.Future[None] | None = None
         # The read timeout: a wait fails once its deadline passes. One timer serves every
-        # wait; it is armed once and re-armed only when it goes off before the deadline,
-        # since a timer per wait (a streamed token each) cost more than the token's parsing.
+        # wait; it is re-armed when it goes off before the deadline (a later wait moved
+        # it) or would go off after it (a shorter timeout on a reused connection), since
+        # a timer per wait (a streamed token each) cost more than the token's parsing.
         self._deadline = 0.0
         self._timeout = 0.0
         self._watchdog: asyncio.TimerHandle | None = None
@@ -60,7 +64,10 @@ class _Connection(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._end("the connection was closed" if exc is None else str(exc) or type(exc).__name__)
+        if exc is None:
+            self._end("the connection was closed")
+        else:
+            self._end(str(exc) or type(exc).__name__, failed=True)
         self._resume()
 
     def pause_writing(self) -> None:
@@ -69,9 +76,9 @@ class _Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._resume()
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: str, *, failed: bool = False) -> None:
         if not self._ended:
-            self._ended, self._reason = True, reason
+            self._ended, self._reason, self._failed = True, reason, failed
         self._wake()
 
     def _wake(self) -> None:
@@ -125,7 +132,10 @@ class _Connection(asyncio.Protocol):
         if timeout is not None:
             self._timeout = timeout
             self._deadline = loop.time() + timeout
-            if self._watchdog is None:
+            watchdog = self._watchdog
+            if watchdog is None or watchdog.when() > self._deadline:
+                if watchdog is not None:
+                    watchdog.cancel()
                 self._watchdog = loop.call_at(self._deadline, self._check_deadline)
         try:
             await waiter
@@ -179,8 +189,10 @@ class _Connection(asyncio.Protocol):
         while remaining is None or remaining > 0:
             if not buffer:
                 if self._ended:
+                    if remaining is None and not self._failed:
+                        return  # the server closed the connection: the body's end
                     if remaining is None:
-                        return
+                        raise httpx.ReadError(f"the response was cut short ({self._reason})")
                     raise httpx.RemoteProtocolError(
                         f"the response ended {remaining} bytes early ({self._reason})"
                     )
@@ -303,9 +315,11 @@ class Response(httpx.AsyncByteStream):
         pool: ConnectionPool,
         connection: _Connection,
         head: tuple[bytes, int, bytes, Headers],
+        read_timeout: float,
     ) -> None:
         version, self.status, self.reason, self.headers = head
         self._pool = pool
+        self._read_timeout = read_timeout
         self._connection: _Connection | None = connection
         self._length, self._chunked, self._keep_alive = _framing(version, self.status, self.headers)
 
@@ -314,7 +328,7 @@ class Response(httpx.AsyncByteStream):
         if connection is None:
             return
         try:
-            async for part in connection.body(self._length, self._chunked, self._pool.read_timeout):
+            async for part in connection.body(self._length, self._chunked, self._read_timeout):
                 yield part
         except BaseException:
             self.close()
@@ -355,8 +369,16 @@ class ConnectionPool:
         self._slots = asyncio.Semaphore(max_connections)
         self._closed = False
 
-    async def request(self, head: bytes, body: Sequence[bytes]) -> Response:
-        """Send one request; the response with its body unread (close() it, or read it all)."""
+    async def request(
+        self, head: bytes, body: Sequence[bytes], read_timeout: float | None = None
+    ) -> Response:
+        """Send one request; the response with its body unread (close() it, or read it all).
+
+        `read_timeout` (default: the pool's) bounds every wait for bytes: for the response
+        head, then between the body's bytes; never the response as a whole.
+        """
+        if read_timeout is None:
+            read_timeout = self.read_timeout
         await self._slots.acquire()
         try:
             connection = await self._connection()
@@ -365,11 +387,11 @@ class ConnectionPool:
             raise
         try:
             await connection.send(head, body)
-            answer = await connection.read_head(self.read_timeout)
+            answer = await connection.read_head(read_timeout)
         except BaseException:
             self.release(connection, reuse=False)
             raise
-        return Response(self, connection, answer)
+        return Response(self, connection, answer, read_timeout)
 
     def release(self, connection: _Connection, *, reuse: bool) -> None:
         """A response is done with `connection`: keep it for the next one, or close it."""

@@ -39,16 +39,25 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._line = ""  # the start of a line whose end has not arrived
+        # The start of a line whose end has not arrived, in the pieces it came in: one
+        # event's line may span megabytes (a whole answer or tool argument in one delta),
+        # and re-joining it with every piece would copy it once per piece.
+        self._line: list[str] = []
         self._data: list[str] = []
         self._pending = False  # a field seen since the last event ended
         self._started = False
 
     def feed(self, chunk: bytes) -> list[str]:
-        text = self._line + self._text.decode(chunk)
+        text = self._text.decode(chunk)
         if not self._started and text:
             self._started = True
             text = text.removeprefix("\ufeff")
+        if self._line:
+            ended = "\n" in text or "\r" in text or self._line[-1].endswith("\r")
+            self._line.append(text)
+            if not ended:
+                return []
+            text = "".join(self._line)
         if "\r" in text:
             # A CR last may be the first half of a CRLF: kept until the next piece.
             text = text.replace("\r\n", "\n")
@@ -57,7 +66,8 @@ class SSEDecoder:
             lines[-1] += cr
         else:
             lines = text.split("\n")
-        self._line = lines.pop()
+        rest = lines.pop()
+        self._line = [rest] if rest else []
         events = []
         for line in lines:
             if not line:

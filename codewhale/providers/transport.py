@@ -230,15 +230,25 @@ class Transport:
 
     @contextlib.asynccontextmanager
     async def post(
-        self, url: str, body: Sequence[bytes], headers: Mapping[str, str]
+        self,
+        url: str,
+        body: Sequence[bytes],
+        headers: Mapping[str, str],
+        *,
+        read_timeout: float | None = None,
     ) -> AsyncIterator[httpx.Response]:
         """`body` (its parts, in order) sent; the response with its body unread, closed (its
-        connection returned) on exit."""
+        connection returned) on exit.
+
+        `read_timeout` (default: the transport's) bounds each wait for bytes, the response
+        head's included: an idle limit, never one on the response as a whole.
+        """
         endpoint = self._endpoint(url, headers)
+        read_timeout = self._read_timeout if read_timeout is None else read_timeout
         if self._proxied is None:
-            response = await self._post_direct(endpoint, body)
+            response = await self._post_direct(endpoint, body, read_timeout)
         else:
-            response = await self._post_proxied(self._proxied, endpoint, body)
+            response = await self._post_proxied(self._proxied, endpoint, body, read_timeout)
         try:
             yield response
         finally:
@@ -253,7 +263,9 @@ class Transport:
             endpoint = self._endpoints[key] = _Endpoint(url, headers)
         return endpoint
 
-    async def _post_direct(self, endpoint: _Endpoint, body: Sequence[bytes]) -> httpx.Response:
+    async def _post_direct(
+        self, endpoint: _Endpoint, body: Sequence[bytes], read_timeout: float
+    ) -> httpx.Response:
         pool = self._direct.get(endpoint.origin)
         if pool is None:
             scheme, host, port = endpoint.origin
@@ -265,7 +277,7 @@ class Transport:
                 read_timeout=self._read_timeout,
                 max_connections=self._max_connections,
             )
-        answer = await pool.request(endpoint.head_for(sum(map(len, body))), body)
+        answer = await pool.request(endpoint.head_for(sum(map(len, body))), body, read_timeout)
         return httpx.Response(
             answer.status,
             headers=answer.headers,
@@ -275,7 +287,11 @@ class Transport:
         )
 
     async def _post_proxied(
-        self, pool: httpcore.AsyncConnectionPool, endpoint: _Endpoint, body: Sequence[bytes]
+        self,
+        pool: httpcore.AsyncConnectionPool,
+        endpoint: _Endpoint,
+        body: Sequence[bytes],
+        read_timeout: float,
     ) -> httpx.Response:
         url = endpoint.request.url
         payload = b"".join(body)
@@ -288,7 +304,7 @@ class Transport:
                     ),
                     headers=[*endpoint.headers, (b"Content-Length", str(len(payload)).encode())],
                     content=payload,
-                    extensions={"timeout": self._timeout},
+                    extensions={"timeout": {**self._timeout, "read": read_timeout}},
                 )
             )
         return httpx.Response(

@@ -5,6 +5,7 @@ nothing needs patching afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 from collections.abc import Callable, Mapping
@@ -76,12 +77,11 @@ def open_runtime(
     settings = loaded.provider_settings()
     dirs = user_dirs()
     # The app's own folders hold sessions, logs and memory: 0700, even where an older
-    # version made them wider.
+    # version made them wider. One that cannot be made (a full or read-only disk) does
+    # not stop the session: it runs in memory, and the writer says what was not saved.
     for folder in (dirs.data_dir, dirs.state_dir):
-        try:
+        with contextlib.suppress(OSError):
             private_dir(folder)
-        except OSError as error:
-            raise RuntimeSetupError(f"cannot use {folder}: {error.strerror or error}") from None
     local_server = _local_server(settings, dirs.state_dir)
     try:
         client = ChatClient(
@@ -106,11 +106,11 @@ def open_runtime(
     resuming = bool(resume or continue_latest)
     try:
         if resuming:
-            info = _find(store, workspace, resume)
-            previous = store.load(info.id)
+            resumed = store.resume(_find(store, workspace, resume).id, workspace, settings.model)
+            previous, writer = resumed.loaded, resumed.writer
+            info = previous.info
             warnings += previous.warnings
             messages = previous.messages
-            writer = store.open_for_append(previous)
         else:
             info, writer = store.create(workspace, settings.model)
     except SessionError as error:
@@ -171,6 +171,7 @@ def open_runtime(
     )
     if manager.state_error:
         warnings.append(manager.state_error)
+    warnings.extend(manager.state_warnings)
     rlm_model = loaded.config.rlm.child_model or settings.fast_model
     rlm = RlmManager(
         client=client,

@@ -24,7 +24,9 @@ from codewhale.providers.local_server import LocalServer
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
-from codewhale.sessions.store import SessionInfo, SessionWriter
+from codewhale.runtime.events import StorageError
+from codewhale.sessions.store import SessionInfo
+from codewhale.sessions.writer import SaveFailure, SessionWriter
 from codewhale.subagents.catalog import TypeEntry
 from codewhale.subagents.definition_trust import pick_held, trust_held
 from codewhale.subagents.manager import SubAgentManager
@@ -51,9 +53,16 @@ class Runtime:
     _closed: bool = False
     # The totals this process started from (a resumed session's earlier spending).
     _opened_with: dict[str, Any] = field(default_factory=dict)
+    # Write failures not yet told to the front end (one from opening the session file).
+    _unreported: list[SaveFailure] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._opened_with = self.engine.meter.to_json()
+        # A write failure is reported as it happens; one from opening (a read-only disk)
+        # with the first turn, so that `exec --json`'s session record still comes first.
+        if self.writer.failure is not None:
+            self._unreported.append(self.writer.failure)
+        self.writer.on_failure = self._report_storage_failure
 
     # -- what front ends read --------------------------------------------------------------
 
@@ -100,6 +109,26 @@ class Runtime:
     def turn_running(self) -> bool:
         return self.engine.running
 
+    def storage_problems(self) -> list[str]:
+        """One line per kind of file this session could not write (its session file, its
+        sub-agents' state), e.g. `could not save the session to PATH: No space left on
+        device`; empty when everything was saved."""
+        problems = []
+        if self.writer.failure is not None:
+            problems.append(self.writer.failure.line())
+        if self.manager.write_failure is not None:
+            problems.append(str(self.manager.write_failure))
+        return problems
+
+    def _report_storage_failure(self, failure: SaveFailure) -> None:
+        self.engine.emit(
+            StorageError(path=str(failure.path), reason=failure.reason, message=failure.line())
+        )
+
+    def _report_earlier_failures(self) -> None:
+        while self._unreported:
+            self._report_storage_failure(self._unreported.pop(0))
+
     def context_use(self) -> tuple[int, int]:
         """(tokens the next request would carry, the model's context window)."""
         return self.engine.context_use()
@@ -129,6 +158,7 @@ class Runtime:
 
     async def submit(self, prompt: str) -> TurnResult:
         """Run one user turn (and anything queued behind it) to its end."""
+        self._report_earlier_failures()
         # The model is offered the MCP servers' tools from its first request on.
         await self.mcp.ready()
         try:
@@ -287,6 +317,7 @@ class Runtime:
         # Children and RLM calls may have spent more since the last turn ended.
         self.writer.record_meter(self.engine.meter.to_json())
         self.writer.close()
+        self._report_earlier_failures()
         await self.client.aclose()
         if self.local_server is not None:
             await self.local_server.stop()

@@ -8,7 +8,6 @@ and the agent tools bound to that seat.
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from codewhale.subagents.definitions import DefinitionSet
 from codewhale.subagents.records import WorkerRecord, new_agent_id
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.spawn import SpawnRequest
+from codewhale.subagents.state.owners import this_process
 from codewhale.subagents.store import SubagentStore
 from codewhale.tools.base import Tool, ToolContext
 from codewhale.tools.registry import ToolRegistry
@@ -59,6 +59,7 @@ class ChildBuilder:
     def create(self, request: SpawnRequest, opener: Opener) -> Child:
         """A new child with its record and engine, not yet started."""
         agent_id = new_agent_id()
+        owner = this_process()
         record = WorkerRecord(
             run_id="run_" + secrets.token_hex(6),
             agent_id=agent_id,
@@ -76,7 +77,8 @@ class ChildBuilder:
             color=request.definition.color if request.definition else None,
             fork_context=request.fork_context,
             max_depth=request.max_depth,
-            owner_pid=os.getpid(),
+            owner_pid=owner.pid,
+            owner_start=owner.start,
             session_id=self.session_id,
             parent_agent_id=opener.agent_id,
             authority=launch.child_authority(request, opener.authority).to_json(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codewhale.sanitize import clean_text
@@ -52,6 +53,8 @@ def run_agents_command(args: argparse.Namespace) -> int:
     except StateFileError as error:
         print(f"codewhale: {error}", file=sys.stderr)
         return 2
+    for warning in store.warnings:  # damage skipped and set aside; the listing goes on
+        print(f"warning: {warning}", file=sys.stderr)
     if args.agents_command == "show":
         wanted = args.agent_id.strip()
         match = [
@@ -66,7 +69,7 @@ def run_agents_command(args: argparse.Namespace) -> int:
             return 1
         data = match[-1].to_json()
         path = store.transcript_path(match[-1].agent_id)
-        data["transcript_lines"] = sum(1 for _ in path.open()) if path.exists() else 0
+        data["transcript_lines"] = _line_count(path)
         print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else _describe(data))
         return 0
     if args.agents_command != "list":
@@ -87,6 +90,15 @@ def run_agents_command(args: argparse.Namespace) -> int:
             f"{data['status']:<11} {data['steps_taken']:>3} steps  {objective}{flag}"
         )
     return 0
+
+
+def _line_count(path: Path) -> int:
+    """Lines in a transcript (counted as bytes: it may hold anything); 0 if unreadable."""
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return 0
 
 
 def _describe(data: dict[str, Any]) -> str:

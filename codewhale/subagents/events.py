@@ -113,3 +113,25 @@ class AgentUsage(AgentEvent):
     output: int
     cache_hit: int
     cache_miss: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateWriteFailed(Event):
+    """The sub-agent state (a record, journal or transcript) could not be written.
+
+    The run goes on in memory; a front end says `message` once and ends with a failure
+    status. Sent at the first failure of a run of them.
+    """
+
+    type: ClassVar[str] = "subagent_state_write_failed"
+    path: str
+    reason: str  # the system's words, e.g. "No space left on device"
+    message: str  # "could not write <path>: <reason>"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateDamageSetAside(Event):
+    """A damaged state file was read around, copied aside and rewritten: a warning."""
+
+    type: ClassVar[str] = "subagent_state_damaged"
+    message: str

@@ -16,7 +16,8 @@ from typing import Any
 from codewhale.subagents import events as agent_events
 from codewhale.subagents.mailbox import Mailbox
 from codewhale.subagents.records import WorkerRecord, now_ms
-from codewhale.subagents.store import RESTART_REASON, pid_alive
+from codewhale.subagents.state.owners import owner_alive
+from codewhale.subagents.store import RESTART_REASON
 
 
 class ChildState(StrEnum):
@@ -108,9 +109,10 @@ def apply_move(
 
 
 def reconcile_dead_owners(records: list[WorkerRecord]) -> list[WorkerRecord]:
-    """Records left unfinished by a process that no longer exists become interrupted."""
+    """Records left unfinished by a process that no longer exists become interrupted;
+    another live process's (a second run in this workspace) are left to it."""
     for record in records:
-        if not state_of(record).terminal and not pid_alive(record.owner_pid):
+        if not state_of(record).terminal and not owner_alive(record.owner_pid, record.owner_start):
             record.error = RESTART_REASON
             apply_move(record, ChildState.INTERRUPTED, RESTART_REASON)
     return records

@@ -11,7 +11,6 @@ turn does not touch them.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -43,8 +42,9 @@ from codewhale.subagents.roles import served_tools
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.runner import ChildRunner
 from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
+from codewhale.subagents.state.owners import this_process
 from codewhale.subagents.state_log import FLUSH_DELAY_SECS, CoalescedWriter
-from codewhale.subagents.store import StateFileError, SubagentStore
+from codewhale.subagents.store import StateFileError, StateWriteError, SubagentStore
 from codewhale.subagents.wait import (
     WaitMode,
     WaitOutcome,
@@ -108,11 +108,21 @@ class SubAgentManager:
         self.session_boot_id = "boot_" + secrets.token_hex(6)
         self.mailbox = Mailbox()
         self.mailbox.subscribe(emit)
+        self._emit = emit
         self.store = SubagentStore(self.workspace)
         self.state_error: str | None = None
         self.roster = Roster(self.store, reconcile_dead_owners(self._load_prior()))
+        # Damage found in the state file as it was read (set aside): one warning each.
+        self.state_warnings = list(self.store.warnings)
+        self.store.warnings.clear()
+        # The first state, journal or transcript write the disk refused this run.
+        self.write_failure: StateWriteError | None = None
         self.writer = CoalescedWriter(
-            self.store, self.roster.all_records, enabled=lambda: self.state_error is None
+            self.store,
+            self.roster.all_records,
+            enabled=lambda: self.state_error is None,
+            on_failure=self._write_failed,
+            on_warning=lambda text: emit(agent_events.StateDamageSetAside(message=text)),
         )
         # Children opened with isolation: worktree. Their worktrees finished long enough
         # ago go now; the records' new state is written with the first snapshot.
@@ -139,6 +149,7 @@ class SubAgentManager:
             children=self.roster.children,
             write_now=lambda: self.writer.mark_dirty(None, 0),
             before_end=self._summarize_in_thread,
+            on_write_failure=self._write_failed,
         )
         # Front ends following one child live (the agent screen), by agent id.
         self._watchers: dict[str, list[EventWatcher]] = {}
@@ -327,6 +338,19 @@ class SubAgentManager:
             )
         return self.projection(child)
 
+    async def record_opened(self, agent_id: str) -> None:
+        """Make a new child's record durable before the model hears its id; if the disk
+        refuses, the child is stopped (failed, with the reason) and SpawnError says so."""
+        try:
+            await self.writer.durable()
+        except StateWriteError as error:
+            child = self.roster.get(agent_id)
+            if child is None or child.record.terminal:
+                # It ran to its end while the write was tried (its completion follows).
+                raise SpawnError(f"{error}; sub-agent {agent_id} is not saved") from None
+            self.stop(child, ChildState.FAILED, str(error))
+            raise SpawnError(f"{error}; sub-agent {agent_id} was stopped") from None
+
     def stop(self, child: Child, state: ChildState, message: str) -> None:
         self.runner.stop(child, state, message)
 
@@ -356,7 +380,10 @@ class SubAgentManager:
         child = self.find(reference, opener)
         reply = await self.worktrees.apply(child.record)
         # "Applied" must survive a restart before the model hears of it: never apply twice.
-        await self.writer.durable()
+        try:
+            await self.writer.durable()
+        except StateWriteError as error:
+            raise SpawnError(f"the changes were applied, but {error}") from None
         return reply
 
     def apply_targets(self, reference: Any, opener: Opener | None = None) -> list[Path]:
@@ -459,12 +486,23 @@ class SubAgentManager:
         else:
             child.engine.client = self.client.clone()
         self.lifecycle.move(record, ChildState.QUEUED, "continuing from its checkpoint")
-        record.owner_pid = os.getpid()
+        owner = this_process()
+        record.owner_pid, record.owner_start = owner.pid, owner.start
         record.session_boot_id = self.session_boot_id
         self.runner.start(child, resume_note=CONTINUE_NOTE.format(reason=reason))
         return {"resumed": True}
 
     # -- persistence -----------------------------------------------------------------------------
+
+    def _write_failed(self, error: StateWriteError) -> None:
+        """The disk refused a write: said once per run (the run goes on in memory)."""
+        if self.write_failure is None:
+            self.write_failure = error
+            self._emit(
+                agent_events.StateWriteFailed(
+                    path=str(error.path), reason=error.reason, message=str(error)
+                )
+            )
 
     def _persist(self, record: WorkerRecord, urgent: bool) -> None:
         self.writer.mark_dirty(record, 0 if urgent else FLUSH_DELAY_SECS)

@@ -99,7 +99,10 @@ class WorkerRecord:
     fork_context: bool = False
     max_depth: int = 0
     activity: str = ""
+    # The process running it: its pid and start token (state.owners), so a record whose
+    # process is gone is told from one a live process (another run) still owns.
     owner_pid: int | None = None
+    owner_start: str | None = None
     event_seq: int = 0
     # The conversation (session id) it belongs to, and the child that opened it, if any.
     session_id: str = ""
@@ -109,6 +112,8 @@ class WorkerRecord:
     # isolation: worktree: its worktree (worktree.Worktree.to_json()); None: the shared tree.
     # Replaced, never changed in place, so the state log sees every change.
     worktree: dict[str, Any] | None = None
+    # Fields a newer CodeWhale wrote: not ours to read, but written back as they were.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
@@ -135,6 +140,7 @@ class WorkerRecord:
     def to_json(self) -> dict[str, Any]:
         """Plain data for JSON; shallow copies are enough because it is serialized at once."""
         data = dict(vars(self))
+        data.update(data.pop("extra"))
         for key in ("events", "allowed_tools"):
             data[key] = list(data[key])
         for key in ("artifacts", "usage", "descendant_usage", "verification", "authority"):
@@ -145,8 +151,9 @@ class WorkerRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkerRecord:
-        known = {name for name in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__) - {"extra"}
         values = {key: value for key, value in data.items() if key in known}
+        values["extra"] = {key: value for key, value in data.items() if key not in known}
         values.setdefault("nickname", values.get("name", ""))
         values.setdefault("session_boot_id", "")
         values.setdefault("description", "")

@@ -1,10 +1,15 @@
 """Running one child to its end: launch slot, turn, report check, the final move, and
 what its end means for others (its opener is told; its own children are stopped).
+
+Only a cancel ends a child `cancelled` (or as whoever stopped it chose). Anything else
+that escapes its run (the disk refusing its transcript, a bug) ends it `failed`, with
+the reason as its error, which its opener reads in the completion.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
@@ -17,6 +22,9 @@ from codewhale.subagents.contract import REMINDER, parse_report, verify_claims
 from codewhale.subagents.lifecycle import ChildState, Lifecycle
 from codewhale.subagents.liveness import LivenessMonitor
 from codewhale.subagents.mailbox import Mailbox
+from codewhale.subagents.store import StateWriteError
+
+logger = logging.getLogger("codewhale.subagents")
 
 
 class ChildRunner:
@@ -30,6 +38,7 @@ class ChildRunner:
         children: Mapping[str, Child],
         write_now: Callable[[], None],
         before_end: Callable[[Child], Awaitable[None]] | None = None,
+        on_write_failure: Callable[[StateWriteError], None] = lambda error: None,
     ) -> None:
         self.admission = admission
         self.lifecycle = lifecycle
@@ -41,6 +50,8 @@ class ChildRunner:
         self.write_now = write_now
         # Work for a child whose turn ended, before its final move (off the loop's hands).
         self.before_end = before_end
+        # Told when a child failed because the disk refused one of its files.
+        self.on_write_failure = on_write_failure
 
     def start(self, child: Child, *, resume_note: str | None = None) -> None:
         """Run the child as a detached task (a continuation when `resume_note` is given)."""
@@ -76,6 +87,8 @@ class ChildRunner:
                 self._finish(child, result)
         except asyncio.CancelledError:
             self._finish_stopped(child)
+        except Exception as error:
+            self._finish_failed(child, error)
 
     def _still_queued(self, child: Child) -> None:
         self.mailbox.publish(
@@ -93,6 +106,11 @@ class ChildRunner:
         if child.engine is not None:
             # Its connections are idle now; a continuation opens fresh ones.
             asyncio.get_running_loop().create_task(child.engine.client.aclose())
+            if child.record.status == "completed":
+                # Nothing continues a completed child and its transcript holds its
+                # messages; kept, its engine (conversation, tool schemas) would stay in
+                # memory for the whole session, some 40 KB a child.
+                child.engine = None
 
     async def _remind_if_malformed(
         self, child: Child, engine: Engine, result: TurnResult
@@ -127,6 +145,23 @@ class ChildRunner:
         self.lifecycle.move(record, to, message)
         self._ended(child)
 
+    def _finish_failed(self, child: Child, error: Exception) -> None:
+        """Its run raised: failed, with what went wrong as its error."""
+        if child.record.terminal:
+            return  # it had ended before (its final move was made)
+        if isinstance(error, StateWriteError):
+            self.on_write_failure(error)
+            reason = str(error)
+        elif isinstance(error, OSError) and error.filename:
+            reason = f"could not use {error.filename}: {error.strerror}"
+        else:
+            reason = f"internal error: {type(error).__name__}: {error}"
+            # For a developer who turns logging on; the user sees the one-line reason.
+            logger.debug("sub-agent %s failed", child.agent_id, exc_info=error)
+        child.record.error = reason
+        self.lifecycle.move(child.record, ChildState.FAILED, reason)
+        self._ended(child)
+
     def _finish_stopped(self, child: Child) -> None:
         state, message = child.stop or (ChildState.CANCELLED, "cancelled")
         record = child.record
@@ -147,7 +182,9 @@ class ChildRunner:
                 )
 
     def stop(self, child: Child, state: ChildState, message: str) -> None:
-        if child.record.terminal or not child.live or child.task is None:
+        """End a running child as `state`; the first stop's reason stands (a quit right
+        after a failure must not record it as interrupted)."""
+        if child.record.terminal or not child.live or child.task is None or child.stop:
             return
         child.stop = (state, message)
         if child.engine is not None and child.engine.running:

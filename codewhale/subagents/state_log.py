@@ -10,6 +10,11 @@ when a record is new or changes status (readers of the bare file see every
 record and its status), when the journal has outgrown the snapshot (so reading
 stays proportional to the state), when a caller needs the state durable
 (`durable()`, before the model hears a new child's id), and on `flush()`.
+
+A write the disk refuses (full, read-only, file too large) is reported once
+(`on_failure`) and never stops a child: the changes stay pending and go with the
+next write, which waits RETRY_SECS; `durable()` raises it, as its caller promised
+the model something the disk could not keep.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from codewhale.subagents.records import WorkerRecord
-from codewhale.subagents.store import SubagentStore
+from codewhale.subagents.state.reading import MAX_LINE_BYTES
+from codewhale.subagents.store import StateWriteError, SubagentStore
 
 # How long changes are coalesced: a crash of the process loses at most this much progress.
 FLUSH_DELAY_SECS = 0.2
 # The journal may grow to the snapshot's size (at least this) before a compaction.
 MIN_JOURNAL_BYTES = 256 * 1024
+# After a failed write, how long the next one waits (the disk may have room again).
+RETRY_SECS = 5.0
 
 
 @dataclass
@@ -52,10 +60,20 @@ class CoalescedWriter:
         store: SubagentStore,
         records: Callable[[], list[WorkerRecord]],
         enabled: Callable[[], bool] = lambda: True,
+        on_failure: Callable[[StateWriteError], None] = lambda error: None,
+        on_warning: Callable[[str], None] = lambda text: None,
     ) -> None:
         self.store = store
         self.records = records
         self.enabled = enabled
+        # Told of the first failed write of a run of them, and of damage set aside.
+        self.on_failure = on_failure
+        self.on_warning = on_warning
+        # The last write's failure, until a write succeeds again.
+        self.failure: StateWriteError | None = None
+        self._retry_at = 0.0
+        # The scheduled write is still waiting (not writing): safe to cancel.
+        self._pausing = False
         self._task: asyncio.Task[None] | None = None
         # Records changed since the last write, by id; `_everything`: a change not
         # tied to one record, so every record is looked at.
@@ -89,13 +107,16 @@ class CoalescedWriter:
             self._dirty.clear()
             self._everything = False
             return
-        self._task = asyncio.get_running_loop().create_task(self._write_later(delay))
+        loop = asyncio.get_running_loop()
+        delay = max(delay, self._retry_at - loop.time())
+        self._task = loop.create_task(self._write_later(delay))
 
     async def durable(self) -> None:
         """Return once the state as it is now is on disk (a snapshot, fsync'd).
 
         For what the model is about to be told (a new child's id): several callers at
-        once share a write; one arriving during a write waits for the next.
+        once share a write; one arriving during a write waits for the next. Raises
+        StateWriteError.
         """
         if not self.enabled():
             return
@@ -103,21 +124,36 @@ class CoalescedWriter:
         await self._write(ticket=self._requested, compact=True)
 
     async def flush(self) -> None:
-        """Write the current state as a snapshot now (after any write already in flight)."""
+        """Write the current state as a snapshot now (after any write already in flight);
+        a failure is reported (`failure`), not raised: it comes as a run ends."""
         if self._task is not None:
+            if self._pausing:
+                self._task.cancel()  # this write takes its changes now
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if self.enabled():
-            await self._write(compact=True)
+            with contextlib.suppress(StateWriteError):
+                await self._write(compact=True)
             self.store.close_journal()
 
     async def _write_later(self, delay: float) -> None:
-        await asyncio.sleep(delay)
+        await self._pause(delay)
         # A change marked while a write is in flight gets a write of its own.
         while self._dirty or self._everything:
-            await self._write()
+            try:
+                await self._write()
+            except StateWriteError:
+                return  # reported; the next change (after RETRY_SECS) or flush tries again
             if self._dirty or self._everything:
-                await asyncio.sleep(FLUSH_DELAY_SECS)
+                await self._pause(FLUSH_DELAY_SECS)
+
+    async def _pause(self, delay: float) -> None:
+        """Wait before a write; `flush()` may cut this short (never a write under way)."""
+        self._pausing = True
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            self._pausing = False
 
     async def _write(self, ticket: int = 0, compact: bool = False) -> None:
         async with self._lock:
@@ -127,11 +163,26 @@ class CoalescedWriter:
             if not self.enabled():
                 return
             changed = self._take_changes()
-            if compact or self._compaction_due(changed):
-                await self._compact()
-            else:
-                self._append(changed)
+            try:
+                if compact or self._compaction_due(changed) or not self._append(changed):
+                    await self._compact()
+            except StateWriteError as error:
+                self._failed(error)
+                raise
             self._written_through = through
+            self.failure = None
+            for warning in self.store.warnings:
+                self.on_warning(warning)
+            self.store.warnings.clear()
+
+    def _failed(self, error: StateWriteError) -> None:
+        """Keep every change for the next write, which starts a new snapshot later."""
+        self._everything = True
+        self._generation = None  # an append may have left half a line: a new journal
+        self._retry_at = asyncio.get_running_loop().time() + RETRY_SECS
+        if self.failure is None:
+            self.on_failure(error)
+        self.failure = error
 
     def _take_changes(self) -> list[WorkerRecord]:
         changed = self.records() if self._everything else list(self._dirty.values())
@@ -155,30 +206,33 @@ class CoalescedWriter:
         return False
 
     async def _compact(self) -> None:
-        """Write every record as a new snapshot and start its journal."""
+        """Write every record as a new snapshot (merged with the disk's) and start its
+        journal."""
         # Taken on the loop, so no change can slip between the copy and the baseline.
-        records = self.records()
-        snapshot = self.store.snapshot(records)
-        generation = self.store.next_generation()
-        self._written = {}
+        snapshot = self.store.snapshot(self.records())
+        written: dict[str, _Written] = {}
         for data in snapshot:
             events = data["events"]
             fields = {key: value for key, value in data.items() if key != "events"}
-            self._written[data["agent_id"]] = _Written(fields, events[-1]["seq"] if events else 0)
-        self._left_out = {r.agent_id for r in records if r.agent_id not in self._written}
-        self._generation, self._journal_bytes = generation, 0
-        try:
-            # Encoding and the write (with its fsync) run in a thread so children keep streaming.
-            self._snapshot_bytes = await asyncio.to_thread(self.store.write, snapshot, generation)
-        except BaseException:
-            self._generation = None  # the next write tries the snapshot again
-            raise
+            written[data["agent_id"]] = _Written(fields, events[-1]["seq"] if events else 0)
+        self._generation = None  # until the snapshot has landed
+        # Reading the disk, merging, encoding and the write (with its fsync) run in a
+        # thread so children keep streaming.
+        result = await asyncio.to_thread(self.store.write, snapshot)
+        self._written = {key: value for key, value in written.items() if key in result.kept}
+        self._left_out = set(written) - result.kept
+        self._generation, self._journal_bytes = result.generation, 0
+        self._snapshot_bytes = result.size
 
-    def _append(self, changed: list[WorkerRecord]) -> None:
+    def _append(self, changed: list[WorkerRecord]) -> bool:
+        """Append the changes as journal lines; False if one is too large for a line."""
         assert self._generation is not None
         lines = [line for record in changed if (line := self._change_line(record))]
+        if any(len(line) > MAX_LINE_BYTES // 4 for line in lines):
+            return False  # at most 4 bytes a character: fold it into a snapshot instead
         if lines:
             self._journal_bytes += self.store.append_journal(self._generation, lines)
+        return True
 
     def _change_line(self, record: WorkerRecord) -> str:
         """One journal line: the record's fields that changed and its new events ("": none)."""

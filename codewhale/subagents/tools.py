@@ -86,10 +86,10 @@ class AgentOpen(_AgentTool):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
             projection = await self.manager.open_async(arguments, opener=self.opener)
+            # The id goes to the model next: a crash after that must still find the record.
+            await self.manager.record_opened(projection["agent_id"])
         except SpawnError as error:
             raise ToolError(str(error)) from None
-        # The id goes to the model next: a crash after that must still find the record.
-        await self.manager.writer.durable()
         return self.reply(projection)
 
 

@@ -7,6 +7,10 @@ Matching tiers, tried in order until one finds something:
 3. indentation-flexible: lines equal ignoring leading indentation; the new text
    is re-indented by the difference.
 More than one match in the first tier that matches is an error listing where.
+
+Matching works on the file's text with "\\n" line breaks, as read_file shows it; the
+file is written back in its own encoding with its own line endings (text_encoding,
+line_endings), so bytes outside the edit never change.
 """
 
 from __future__ import annotations
@@ -19,15 +23,18 @@ from typing import Any
 
 from codewhale.permissions import ApprovalClass, relative_to_workspace
 from codewhale.tools.base import ToolContext, ToolError, ToolResult
-from codewhale.tools.files import PathWriter, read_text, unified_diff, write_with_journal
+from codewhale.tools.files import PathWriter, read_text_file, unified_diff, write_with_journal
+from codewhale.tools.line_endings import LineText, splice
 
 
 @dataclass(frozen=True)
 class Match:
-    """Lines [start, end) of the file, and the replacement text for them."""
+    """Characters [start, end) of the text, the line they start on (0-based), and what
+    replaces them."""
 
     start: int
     end: int
+    line: int
     replacement: str
 
 
@@ -70,35 +77,45 @@ def _reindent(new_text: str, old_first: str, file_first: str) -> str:
 
 
 def find_matches(content: str, old: str, new: str) -> tuple[str, list[Match]]:
-    """The first tier that matches, and every match it found."""
+    """The first tier that matches, and every match it found, in order and not overlapping."""
     if old in content:
         matches, start = [], 0
         while (found := content.find(old, start)) >= 0:
-            line = content.count("\n", 0, found)
-            matches.append(Match(line, line + old.count("\n") + 1, new))
+            matches.append(Match(found, found + len(old), content.count("\n", 0, found), new))
             start = found + len(old)
         return "exact", matches
     lines = content.split("\n")
+    # Where each line starts, and one past the end: a block of lines is a span of characters.
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
     old_lines = old.strip("\n").split("\n")
+    size = len(old_lines)
     new_block = new.strip("\n")
     for tier, normalise in (("whitespace", _collapse), ("indentation", _stripped)):
-        starts = _block_matches(lines, old_lines, normalise)
-        if starts:
-            return tier, [
-                Match(
-                    s,
-                    s + len(old_lines),
-                    _reindent(new_block, old_lines[0], lines[s])
-                    if tier == "indentation"
-                    else new_block,
-                )
-                for s in starts
-            ]
+        matches = []
+        for s in _block_matches(lines, old_lines, normalise):
+            if matches and s < matches[-1].line + size:
+                continue  # overlaps the match before, as str.replace would skip it
+            replacement = (
+                _reindent(new_block, old_lines[0], lines[s]) if tier == "indentation" else new_block
+            )
+            matches.append(Match(offsets[s], offsets[s + size] - 1, s, replacement))
+        if matches:
+            return tier, matches
     return "none", []
 
 
 def apply_edit(content: str, old: str, new: str, replace_all: bool = False) -> tuple[str, str]:
     """The edited content and the tier that matched; ToolError when none or ambiguous."""
+    matches, tier = plan_edit(content, old, new, replace_all)
+    return splice(content, [(m.start, m.end, m.replacement) for m in matches]), tier
+
+
+def plan_edit(
+    content: str, old: str, new: str, replace_all: bool = False
+) -> tuple[list[Match], str]:
+    """The matches to replace (one, or all with `replace_all`) and the tier that found them."""
     if not old:
         raise ToolError("old_string must not be empty; use write_file to create a file")
     if old == new:
@@ -110,18 +127,12 @@ def apply_edit(content: str, old: str, new: str, replace_all: bool = False) -> t
             "Re-read the file and copy the exact text."
         )
     if len(matches) > 1 and not replace_all:
-        where = ", ".join(str(m.start + 1) for m in matches[:20])
+        where = ", ".join(str(m.line + 1) for m in matches[:20])
         raise ToolError(
             f"old_string matches {len(matches)} places (starting at lines {where}); "
             "include more surrounding lines to make it unique, or set replace_all: true"
         )
-    if tier == "exact":
-        count = -1 if replace_all else 1
-        return content.replace(old, new, count), tier
-    lines = content.split("\n")
-    for match in reversed(matches):
-        lines[match.start : match.end] = match.replacement.split("\n")
-    return "\n".join(lines), tier
+    return matches, tier
 
 
 class EditFile(PathWriter):
@@ -145,27 +156,38 @@ class EditFile(PathWriter):
 
     def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
         """The edit applied in memory, with run()'s matching: the diff it would write."""
-        _, name, content, updated, _ = _planned_edit(arguments, context)
-        return unified_diff(content, updated, name)
+        return _planned_edit(arguments, context).diff
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        path, name, _, updated, tier = _planned_edit(arguments, context)
-        diff, _ = write_with_journal(context, path, updated)
-        note = "" if tier == "exact" else f" (matched after normalising {tier})"
-        return ToolResult(f"Edited {name}{note}.\n{diff}", display=diff)
+        plan = _planned_edit(arguments, context)
+        write_with_journal(context, plan.path, plan.name, plan.data)
+        note = "" if plan.tier == "exact" else f" (matched after normalising {plan.tier})"
+        return ToolResult(f"Edited {plan.name}{note}.\n{plan.diff}", display=plan.diff)
 
 
-def _planned_edit(
-    arguments: Mapping[str, Any], context: ToolContext
-) -> tuple[Path, str, str, str, str]:
-    """(path, its workspace name, the text now, the text after the edit, the match tier)."""
+@dataclass(frozen=True)
+class PlannedEdit:
+    """An edit worked out in memory: the bytes to write, the diff they make, the match tier."""
+
+    path: Path
+    name: str
+    data: bytes
+    diff: str
+    tier: str
+
+
+def _planned_edit(arguments: Mapping[str, Any], context: ToolContext) -> PlannedEdit:
     path = context.path(arguments["path"])
     name = relative_to_workspace(context.workspace, path)
-    content = read_text(path, name, "edited", workspace=context.workspace)
-    updated, tier = apply_edit(
-        content,
-        arguments["old_string"],
-        arguments["new_string"],
+    content, encoding = read_text_file(path, name, "edited", workspace=context.workspace)
+    text = LineText(content)
+    matches, tier = plan_edit(
+        text.text,
+        # The model's line breaks may be either kind; the file's own are kept.
+        arguments["old_string"].replace("\r\n", "\n"),
+        arguments["new_string"].replace("\r\n", "\n"),
         bool(arguments.get("replace_all")),
     )
-    return path, name, content, updated, tier
+    updated = text.replace([(m.start, m.end, m.replacement) for m in matches])
+    data = encoding.encode(updated, name)
+    return PlannedEdit(path, name, data, unified_diff(content, updated, name), tier)

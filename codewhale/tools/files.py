@@ -11,16 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import io
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from io import BufferedReader
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from codewhale.permissions import ApprovalClass, relative_to_workspace
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codewhale.tools.journal import PreImage
+from codewhale.tools.line_endings import LineText
+from codewhale.tools.text_encoding import (
+    BINARY_SNIFF_BYTES,
+    UTF8,
+    BinaryFile,
+    TextEncoding,
+    decode_text,
+    detect,
+    read_chunks,
+)
 from codewhale.tools.workspace_fs import (
     NoSuchPath,
     lstat_beneath,
@@ -106,11 +119,16 @@ def is_binary(sample: bytes) -> bool:
 def read_text(path: Path, label: str | None = None, verb: str = "read", *, workspace: Path) -> str:
     """A whole text file, or a ToolError naming it `label` (default: its name) saying why not."""
     label = label or path.name
+    return read_text_file(path, label, verb, workspace=workspace)[0]
+
+
+def read_text_file(
+    path: Path, label: str, verb: str, *, workspace: Path
+) -> tuple[str, TextEncoding]:
+    """A whole text file as text, with the encoding its bytes were found in (see text_encoding)."""
     with open_regular(path, label, verb, workspace=workspace) as stream:
         data = stream.read()
-    if is_binary(data):
-        raise ToolError(f"{label} is a binary file ({len(data)} bytes); not shown")
-    return data.decode("utf-8", errors="replace")
+    return decode_text(data, label)
 
 
 def check_writable(path: Path, label: str, *, workspace: Path) -> None:
@@ -120,13 +138,16 @@ def check_writable(path: Path, label: str, *, workspace: Path) -> None:
         check_regular(info, label, "written")
 
 
-def write_regular(path: Path, text: str | bytes, label: str, *, workspace: Path) -> None:
+def write_regular(
+    path: Path, text: str | bytes, label: str, *, workspace: Path, mode: int | None = None
+) -> None:
     """Write `text` to `path` in place, never into a FIFO, a device or a shared inode.
 
     Missing parents are made, and the file opened, through the workspace opener, so no
     symlink swapped into the path can carry the write outside. The file is opened without
     O_TRUNC and checked with fstat first, so one swapped in after the lstat check is
-    refused before a byte of it changes.
+    refused before a byte of it changes. Written in place, an existing file keeps its
+    mode; `mode` sets the permission bits (a restore puts back those the file had).
     """
     with parent_directory(workspace, path, label, create=True) as (directory, name):
         with suppress(NoSuchPath):
@@ -134,59 +155,91 @@ def write_regular(path: Path, text: str | bytes, label: str, *, workspace: Path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK
         descriptor = open_in(directory, name, flags, label, "written")
     with os.fdopen(descriptor, "wb") as stream:
-        check_regular(os.fstat(descriptor), label, "written")
+        info = os.fstat(descriptor)
+        check_regular(info, label, "written")
+        if mode is not None and stat.S_IMODE(info.st_mode) != mode:
+            os.fchmod(descriptor, mode)
         stream.truncate()
         stream.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
+    """The change from `before` to `after`, with lines numbered as the file tools count them."""
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        _with_ends(before),
+        _with_ends(after),
         fromfile=f"a/{name}",
         tofile=f"b/{name}",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
+def _with_ends(text: str) -> list[str]:
+    """`text`'s lines with their endings, split at "\\n" only (splitlines() would also split
+    at a form feed or U+2028 inside a line, and number lines unlike read_file)."""
+    return _LINE.findall(text)
+
+
 # read_file reads files up to this size without leaving the event loop.
 INLINE_READ_BYTES = 64 * 1024
 
 
-def current_bytes(workspace: Path, path: Path, label: str) -> bytes | None:
-    """The file's content before a write (None if it does not exist yet)."""
+def current_image(workspace: Path, path: Path, label: str) -> PreImage | None:
+    """The file's bytes and mode before a write (None if it does not exist yet)."""
     try:
         with open_regular(path, label, "written", workspace=workspace) as stream:
-            return stream.read()
+            return PreImage(stream.read(), stat.S_IMODE(os.fstat(stream.fileno()).st_mode))
     except NoSuchPath:
         return None
 
 
-def write_with_journal(context: ToolContext, path: Path, text: str) -> tuple[str, bool]:
-    """Write `text`, recording the pre-image for revert_turn; returns the diff, and
-    whether the file was created."""
-    label = relative_to_workspace(context.workspace, path)
-    image = current_bytes(context.workspace, path, label)
+def write_with_journal(context: ToolContext, path: Path, label: str, data: bytes) -> bool:
+    """Write `data`, recording the pre-image for revert_turn; whether the file was created."""
+    image = current_image(context.workspace, path, label)
     context.journal.before_write(path, image)
-    write_regular(path, text, label, workspace=context.workspace)
-    before = (image or b"").decode("utf-8", errors="replace")
-    return unified_diff(before, text, label), image is None
+    write_regular(path, data, label, workspace=context.workspace)
+    return image is None
 
 
-def _lines(stream: BufferedReader) -> Iterator[bytes]:
+def planned_write(
+    context: ToolContext, path: Path, label: str, content: str
+) -> tuple[str, str, bytes]:
+    """The file's text now ("" when absent), its text after, and the bytes write_file stores.
+
+    A new file is UTF-8. An existing text file keeps its encoding (byte-order mark too)
+    and, when `content` has only "\\n" breaks, its prevailing line ending; a character the
+    encoding cannot hold is refused. A binary file is replaced by UTF-8 text.
+    """
+    image = current_image(context.workspace, path, label)
+    if image is None:
+        return "", content, UTF8.encode(content, label)
+    try:
+        before, encoding = decode_text(image.data, label)
+    except BinaryFile:
+        shown = image.data.decode("utf-8", errors="replace")
+        return shown, content, UTF8.encode(content, label)
+    if "\r\n" not in content:
+        content = content.replace("\n", LineText(before).newline)
+    return before, content, encoding.encode(content, label)
+
+
+def _lines(stream: TextIO) -> Iterator[str]:
     """Each line with its ending, at most MAX_READ_BYTES of it: one huge line stays bounded."""
     while line := stream.readline(MAX_READ_BYTES):
         rest = line
-        while rest and not rest.endswith(b"\n"):
+        while rest and not rest.endswith("\n"):
             rest = stream.readline(MAX_READ_BYTES)  # the rest of an over-long line: skipped
         yield line
 
 
-def _decode(line: bytes) -> str:
-    """A line as text without its ending (\\n or \\r\\n)."""
-    if line.endswith(b"\n"):
-        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
-    return line.decode("utf-8", errors="replace")
+def _without_ending(line: str) -> str:
+    """A line without its ending (\\n or \\r\\n)."""
+    if line.endswith("\n"):
+        return line[:-2] if line.endswith("\r\n") else line[:-1]
+    return line
 
 
 def read_range(
@@ -203,25 +256,31 @@ def read_range(
                 f"{label} is {size} bytes; read it in ranges with start_line/end_line, "
                 "or search it with grep_files"
             )
-        if is_binary(stream.read(8192)):
-            raise ToolError(f"{label} is a binary file ({size} bytes); not shown")
+        # The whole file when it can be read whole; a larger one is judged by its start.
+        encoding = detect(read_chunks(stream, LARGE_FILE_BYTES))
         stream.seek(0)
-        lines = _lines(stream)
+        if encoding.looks_binary(stream.read(len(encoding.bom) + BINARY_SNIFF_BYTES)):
+            raise ToolError(f"{label} is a binary file ({size} bytes); not shown")
+        stream.seek(len(encoding.bom))
+        # Only "\n" ends a line, as in the edit tools; "replace" can only act past the part
+        # detect() read, since that part decodes cleanly.
+        text = io.TextIOWrapper(stream, encoding.codec, errors="replace", newline="\n")
+        lines = _lines(text)
         passed = sum(1 for _ in zip(range(start - 1), lines, strict=False))
         last = start + MAX_READ_LINES - 1 if end is None else min(end, start + MAX_READ_LINES - 1)
         shown: list[tuple[int, str]] = []
         used = 0
         full = False
         for number, line in zip(range(start, last + 1), lines, strict=False):
-            text = _decode(line)
-            used += len(str(number)) + len(text) + 2
+            content = _without_ending(line)
+            used += len(str(number)) + len(content) + 2
             if used > MAX_READ_BYTES:
                 if shown:
                     full = True
                     break
                 # A first line larger than a whole reply is shown cut rather than not at all.
-                text = text[: MAX_READ_BYTES // 2] + " [… line cut]"
-            shown.append((number, text))
+                content = content[: MAX_READ_BYTES // 2] + " [… line cut]"
+            shown.append((number, content))
         more = full or next(lines, None) is not None
         # One line past the range has been read; the rest is only counted when that is cheap.
         total = len(shown) + start + sum(1 for _ in lines) if size <= LARGE_FILE_BYTES else None
@@ -230,12 +289,14 @@ def read_range(
             return "(empty file)"
         raise ToolError(f"start_line {start} is past the end ({passed} lines)")
     width = len(str(shown[-1][0]))
-    body = "\n".join(f"{number:>{width}}\t{text}" for number, text in shown)
-    if not more:
-        return body
-    after = shown[-1][0]
-    of = f"of {total}" if total is not None else f"of a {size}-byte file"
-    return f"{body}\n[lines {start}-{after} {of}; continue with start_line={after + 1}]"
+    body = [f"{number:>{width}}\t{content}" for number, content in shown]
+    if more:
+        after = shown[-1][0]
+        of = f"of {total}" if total is not None else f"of a {size}-byte file"
+        body.append(f"[lines {start}-{after} {of}; continue with start_line={after + 1}]")
+    if note := encoding.note():
+        body.append(note)
+    return "\n".join(body)
 
 
 class ReadFile(Tool):
@@ -341,16 +402,20 @@ class WriteFile(PathWriter):
     approval = ApprovalClass.SUGGEST
 
     def approval_preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
-        """The file as it is against the new content: the diff run() would return."""
-        path = context.path(arguments["path"])
-        label = relative_to_workspace(context.workspace, path)
-        before = current_bytes(context.workspace, path, label) or b""
-        return unified_diff(before.decode("utf-8", errors="replace"), arguments["content"], label)
+        """The file as it is against what would be written: the diff run() would return."""
+        return _write_plan(arguments, context)[3]
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        path = context.path(arguments["path"])
-        diff, created = write_with_journal(context, path, arguments["content"])
-        name = relative_to_workspace(context.workspace, path)
+        path, name, data, diff = _write_plan(arguments, context)
+        created = write_with_journal(context, path, name, data)
         verb = "Created" if created else "Updated"
         lines = arguments["content"].count("\n") + 1
         return ToolResult(f"{verb} {name} ({lines} lines).", display=diff)
+
+
+def _write_plan(arguments: Mapping[str, Any], context: ToolContext) -> tuple[Path, str, bytes, str]:
+    """(path, its workspace name, the bytes to write, the diff they make)."""
+    path = context.path(arguments["path"])
+    name = relative_to_workspace(context.workspace, path)
+    before, after, data = planned_write(context, path, name, arguments["content"])
+    return path, name, data, unified_diff(before, after, name)

@@ -1,4 +1,9 @@
-"""apply_patch: a multi-file unified diff, applied completely or not at all."""
+"""apply_patch: a multi-file unified diff, applied completely or not at all.
+
+Hunks are matched against a file's lines as read_file shows them; each file is written
+back in its own encoding, and every line a hunk does not add keeps its own ending (a
+context line stays exactly as the file has it), so bytes outside the change never move.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ from typing import Any
 
 from codewhale.permissions import ApprovalClass
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codewhale.tools.files import check_writable, current_bytes, read_text, write_regular
+from codewhale.tools.files import check_writable, current_image, read_text_file, write_regular
+from codewhale.tools.line_endings import Line, LineText
+from codewhale.tools.text_encoding import UTF8
 from codewhale.tools.workspace_fs import lstat_beneath, remove
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -23,9 +30,6 @@ class Hunk:
 
     def old_block(self) -> list[str]:
         return [line[1:] for line in self.lines if line[:1] in (" ", "-")]
-
-    def new_block(self) -> list[str]:
-        return [line[1:] for line in self.lines if line[:1] in (" ", "+")]
 
 
 @dataclass
@@ -45,7 +49,9 @@ def _strip_prefix(raw: str) -> str | None:
 def parse_patch(text: str) -> list[FilePatch]:
     """Split a unified diff into per-file hunks; ToolError on anything malformed."""
     patches: list[FilePatch] = []
-    lines = text.splitlines()
+    # Split at line feeds only: splitlines() would also split a line at a form feed or
+    # U+2028 that the file has inside a line.
+    lines = [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -78,21 +84,45 @@ def parse_patch(text: str) -> list[FilePatch]:
     return patches
 
 
-def _apply_hunks(original: list[str], patch: FilePatch, label: str) -> list[str]:
+def _apply_hunks(original: list[Line], patch: FilePatch, label: str) -> list[Line]:
     result = list(original)
     offset = 0
     for number, hunk in enumerate(patch.hunks, start=1):
-        old, new = hunk.old_block(), hunk.new_block()
+        old = hunk.old_block()
         expected = max(hunk.old_start - 1 + offset, 0)
-        position = _locate(result, old, expected)
+        position = _locate([line.text for line in result], old, expected)
         if position is None:
             raise ToolError(
                 f"{label}: hunk {number} (at line {hunk.old_start}) does not match the file; "
                 "re-read the file and regenerate the patch"
             )
+        new = _new_lines(hunk, result[position : position + len(old)])
         result[position : position + len(old)] = new
         offset += len(new) - len(old)
     return result
+
+
+def _new_lines(hunk: Hunk, matched: list[Line]) -> list[Line]:
+    """What the file lines `matched` by the hunk's old block become.
+
+    A context line is the file's own line, ending and all. An added line takes the ending
+    of the line removed in its place (a changed line keeps its ending), else None: the
+    file's prevailing one.
+    """
+    new: list[Line] = []
+    file_lines = iter(matched)
+    removed: list[str | None] = []  # endings of the lines removed since the last context line
+    for line in hunk.lines:
+        if line[:1] == "+":
+            new.append(Line(line[1:], removed.pop(0) if removed else None))
+            continue
+        kept = next(file_lines)
+        if line[:1] == "-":
+            removed.append(kept.ending)
+        else:
+            new.append(kept)
+            removed.clear()
+    return new
 
 
 def _locate(lines: list[str], block: list[str], expected: int) -> int | None:
@@ -141,8 +171,8 @@ class ApplyPatch(Tool):
         return str(arguments["patch"])
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        # (file, its new text or None to delete it, the label shown)
-        planned: list[tuple[Path, str | None, str]] = []
+        # (file, its new bytes or None to delete it, the label shown)
+        planned: list[tuple[Path, bytes | None, str]] = []
         for patch in parse_patch(arguments["patch"]):
             target = patch.new_path or patch.old_path
             if target is None:
@@ -151,28 +181,30 @@ class ApplyPatch(Tool):
             if patch.old_path is None:
                 if lstat_beneath(context.workspace, path, target) is not None:
                     raise ToolError(f"{target}: patch creates it, but it already exists")
-                original = [""]  # an empty file; the join below ends it with a newline
+                # An empty UTF-8 file; added lines all end with a newline.
+                text, encoding = LineText(""), UTF8
             else:
                 source = context.path(patch.old_path)
-                original = read_text(
+                content, encoding = read_text_file(
                     source, patch.old_path, "patched", workspace=context.workspace
-                ).split("\n")
+                )
+                text = LineText(content)
             if patch.new_path is None:
                 planned.append((path, None, target))
                 continue
             # Refused now, while nothing is written yet (write_regular checks again).
             check_writable(path, target, workspace=context.workspace)
-            updated = _apply_hunks(original, patch, target)
-            planned.append((path, "\n".join(updated), target))
+            updated = text.join(_apply_hunks(text.lines(), patch, target))
+            planned.append((path, encoding.encode(updated, target), target))
         # Every hunk matched: only now touch the disk.
         summary = []
-        for path, content, label in planned:
-            image = current_bytes(context.workspace, path, label)
+        for path, data, label in planned:
+            image = current_image(context.workspace, path, label)
             context.journal.before_write(path, image)
-            if content is None:
+            if data is None:
                 remove(context.workspace, path, label)
                 summary.append(f"deleted {label}")
             else:
-                write_regular(path, content, label, workspace=context.workspace)
+                write_regular(path, data, label, workspace=context.workspace)
                 summary.append(f"patched {label}")
         return ToolResult("Applied patch: " + ", ".join(summary) + ".", display=arguments["patch"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import json
+import os
 import re
 import shutil
 import sys
@@ -213,8 +213,33 @@ def ripgrep_file_selection(include: Sequence[str] = (), exclude: Sequence[str] =
     return [*selection, "-g", "!.git"]
 
 
+# ripgrep prints a line longer than this many bytes as a preview of its start: a minified
+# file's one line can be megabytes. Enough bytes for MAX_LINE_CHARS characters of UTF-8;
+# `_format` cuts what it shows to those.
+RIPGREP_MAX_COLUMNS = 4 * MAX_LINE_CHARS
+# How long a line of ripgrep's output may be: a cut line, plus a path (PATH_MAX is 4 KiB).
+RIPGREP_LINE_LIMIT = 1 << 20
+# One line of ripgrep's output with --null: path NUL line-number ':' (match) or '-' (context).
+_RIPGREP_LINE = re.compile(rb"(?s)([^\0]*)\0(\d+)([:-])(.*?)\n?")
+
+
+def _ripgrep_line(raw: bytes) -> tuple[Path, int, bool, str] | None:
+    """(path, line number, whether it matched, text) of an output line; None for others."""
+    parsed = _RIPGREP_LINE.fullmatch(raw)
+    if parsed is None:
+        return None
+    path, number, kind, text = parsed.groups()
+    # Shown, not edited: bytes that are not UTF-8 (a Latin-1 file) become U+FFFD here.
+    return Path(os.fsdecode(path)), int(number), kind == b":", text.decode(errors="replace")
+
+
 async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions) -> _Found:
-    command = [binary, "--json", "--no-config", "-C", str(options.context)]
+    # Plain output, not --json: only it cuts long lines (--max-columns), and --json would
+    # hand us a 10 MB line whole, past the pipe reader's line limit.
+    command = [binary, "--no-config", "--null", "--line-number", "--with-filename"]
+    command += ["--no-heading", "--color", "never", "--no-context-separator"]
+    command += ["--max-columns", str(RIPGREP_MAX_COLUMNS), "--max-columns-preview"]
+    command += ["-C", str(options.context)]
     command += ["-i"] if options.ignore_case else []
     command += ["-F"] if options.fixed else []
     command += ripgrep_file_selection(options.include, options.exclude)
@@ -223,7 +248,8 @@ async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions)
         *command,
         cwd=root,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        limit=RIPGREP_LINE_LIMIT,
     )
     found = _Found()
     # ripgrep has no option to skip hard-linked files, so their lines are dropped here.
@@ -232,20 +258,18 @@ async def _ripgrep(binary: str, target: Path, root: Path, options: _GrepOptions)
     assert process.stdout is not None
     try:
         async for raw in process.stdout:
-            event = json.loads(raw)
-            if event.get("type") not in ("match", "context"):
+            line = _ripgrep_line(raw)
+            if line is None:
                 continue
-            data = event["data"]
-            text = data["lines"].get("text", "")
-            absolute = Path(data["path"].get("text", "")).resolve()
+            printed, number, is_match, text = line
+            absolute = printed.resolve()
             path = relative_to_workspace(root, absolute)
             if path not in linked:
                 linked[path] = _hard_linked(absolute)
             if linked[path]:
                 found.hard_linked.add(path)
                 continue
-            is_match = event["type"] == "match"
-            found.lines.append((path, data["line_number"], text.rstrip("\n"), is_match))
+            found.lines.append((path, number, text, is_match))
             matches += is_match
             if matches >= options.limit and is_match:
                 break

@@ -144,14 +144,17 @@ class RevertTurn(Tool):
             raise ToolError("no file changes to revert: no earlier turn wrote files")
         restored: set[str] = set()
         refused: list[str] = []
-        for path, content in images:
+        for path, image in images:
             label = relative_to_workspace(context.workspace, path)
             try:
-                if content is None:
+                if image is None:
                     # Removes a name only, in its own directory: never writes through.
                     remove(context.workspace, path, label, missing_ok=True)
                 else:
-                    write_regular(path, content, label, workspace=context.workspace)
+                    # The bytes as they were read, and the mode: no decoding on the way back.
+                    write_regular(
+                        path, image.data, label, workspace=context.workspace, mode=image.mode
+                    )
             except ToolError as error:
                 refused.append(str(error))
             except OSError as error:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from textual.app import AutopilotCallbackType
+    from textual.driver import Driver
     from textual.pilot import Pilot
     from textual.widget import Widget
 
@@ -144,6 +145,12 @@ class CodeWhaleApp(App[None]):
         if appearance.theme in self.available_themes:
             self.theme = appearance.theme
 
+    def get_driver_class(self) -> type[Driver]:
+        from codewhale.tui.hangup import driver_for
+
+        # One that outlives a hangup of its terminal, so closing it still saves the session.
+        return driver_for(super().get_driver_class())
+
     # -- layout --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
@@ -179,6 +186,10 @@ class CodeWhaleApp(App[None]):
         return self.query_one("#hint", Static)
 
     async def on_mount(self) -> None:
+        from codewhale.tui.hangup import quit_on_stop_signals
+
+        # Closing the terminal (SIGHUP) or SIGTERM saves the session and quits, unasked.
+        quit_on_stop_signals(self, self._close_session)
         self._apply_sidebar()
         self.sidebar.show_work({})
         if self._opening_status is not None:
@@ -262,6 +273,7 @@ class CodeWhaleApp(App[None]):
         if self.runtime is not None:
             await self.runtime.close()
             self.runtime = None
+        await self.query("#storage-problem").remove()  # the closed session's
 
         def emit(event: events.Event) -> None:
             self.post_message(EngineEvent(event))
@@ -297,6 +309,8 @@ class CodeWhaleApp(App[None]):
         self.loaded = opened.loaded
         warnings = [Notice(warning, "warning") for warning in self.runtime.warnings]
         await self.replay_history(self.runtime.messages, above=warnings)
+        for problem in self.runtime.storage_problems():  # the session file cannot be opened
+            await self.show_storage_problem(problem)
         for snapshot in self.runtime.agents():
             self.sidebar.show_agent(snapshot)
         self.refresh_status()
@@ -584,6 +598,9 @@ class CodeWhaleApp(App[None]):
             self._approvals.append(event)
             self._next_approval()
             return
+        if isinstance(event, events.StorageError | events.StateWriteFailed):
+            await self.show_storage_problem(event.message)
+            return
         if isinstance(event, events.AgentEvent):
             await self._agent_event_on_top(event.envelope())
         if isinstance(event, events.Retrying) and event.delay >= LONG_RETRY_SECS:
@@ -592,6 +609,24 @@ class CodeWhaleApp(App[None]):
                 timeout=min(event.delay, 10),
             )
         self._engine_events.add(event, supersedes=superseded_by(event))
+
+    async def show_storage_problem(self, problem: str) -> None:
+        """A file the session could not write, said above the composer until the session
+        closes (a toast would vanish unread); the conversation goes on in memory."""
+        text = (
+            f"Not saved: {problem}. The conversation goes on in memory; what was saved "
+            "before it stays loadable."
+        )
+        shown = self.query("#storage-problem")
+        if shown:
+            earlier = str(shown.first(Static).content)
+            if problem in earlier:
+                return
+            text = f"{earlier}\n{text}"  # another file: both are said
+            await shown.remove()
+        notice = Notice(text, "error")
+        notice.id = "storage-problem"
+        await self.mount(notice, before=self.hint)
 
     async def _apply_engine_event(self, event: events.Event) -> None:
         """The main screen's part: transcript, Work sidebar, status line."""

@@ -45,15 +45,17 @@ def launch_tui(args: argparse.Namespace) -> int:
     finally:
         gc.freeze()
         gc.enable()
-    CodeWhaleApp(
+    app = CodeWhaleApp(
         checked,
         args.workspace_path,
         resume=getattr(args, "resume", None),
         continue_latest=getattr(args, "continue_latest", False),
         overrides=args.overrides,
         initial_prompt=getattr(args, "prompt", None),
-    ).run()
-    return 0
+    )
+    app.run()
+    # 129 or 143 when SIGHUP or SIGTERM ended it (tui/hangup.py), as a shell would say.
+    return app.return_code or 0
 
 
 def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:

@@ -121,9 +121,10 @@ class OnboardingScreen(ModalScreen[bool]):
             await self._save(self.query_one("#key", Input).value)
         elif button.startswith("local-"):
             provider = button.removeprefix("local-")
-            save_user_settings(self.loaded, provider=provider)
-            self.notify(f"Using {preset_for(provider).label}; saved to {self.loaded.user_file}.")
-            self.dismiss(True)
+            if self._saved(provider=provider):
+                label = preset_for(provider).label
+                self.notify(f"Using {label}; saved to {self.loaded.user_file}.")
+                self.dismiss(True)
         else:
             self.dismiss(False)
 
@@ -147,6 +148,21 @@ class OnboardingScreen(ModalScreen[bool]):
                 severity="warning",
             )
             return
-        save_user_settings(self.loaded, api_key=key)
-        self.notify(f"Saved to {self.loaded.user_file}.")
-        self.dismiss(True)
+        if self._saved(api_key=key):
+            self.notify(f"Saved to {self.loaded.user_file}.")
+            self.dismiss(True)
+
+    def _saved(self, **values: str) -> bool:
+        """Save `values` to the user config; if the disk refuses, say why and stay open."""
+        try:
+            save_user_settings(self.loaded, **values)
+        except OSError as error:
+            self.notify(
+                f"Could not save to {self.loaded.user_file}: {error.strerror or error}. "
+                "Free some space or fix the folder's permissions and try again, or press "
+                "Esc and set the key in your environment instead.",
+                severity="error",
+                timeout=30,
+            )
+            return False
+        return True

@@ -8,6 +8,9 @@ import json
 
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.mcp import (
+    DEMO_ARGS,
+    DEMO_COMMAND,
+    DEMO_ENV,
     codewhale,
     demo_server,
     project_file,
@@ -124,3 +127,26 @@ def test_agents_types_keeps_a_definitions_mcp_tools_of_a_configured_server(tmp_p
     librarian = types["librarian"]
     assert librarian["tools"] == ["read_file", "mcp__docs", "mcp__docs__search"]
     assert any("mcp__elsewhere__x" in warning for warning in librarian["warnings"])
+
+
+def test_mcp_list_reports_a_server_that_never_finishes_its_handshake(tmp_path):
+    hanging = [*DEMO_ARGS, "--hang", "handshake"]
+    config = (
+        "[mcp]\nstartup_timeout_secs = 1\n"
+        + toml_table("hung", command=DEMO_COMMAND, args=hanging, env=DEMO_ENV)
+        + demo_server("demo")
+    )
+    workspace, _, env = setup_home(tmp_path, config, None)
+
+    listed = codewhale(env, "mcp", "list", "-C", str(workspace), "--json")
+
+    assert listed.returncode == 1  # a server could not start
+    assert "Traceback" not in listed.stderr
+    servers = {s["name"]: s for s in json.loads(listed.stdout)["servers"]}
+    assert servers["hung"]["state"] == "failed"
+    assert servers["hung"]["error"] == (
+        "could not start: no answer to its handshake within 1 s (startup_timeout_secs)"
+    )
+    assert servers["demo"]["state"] == "ready" and servers["demo"]["tools"]
+    text = codewhale(env, "mcp", "list", "-C", str(workspace))
+    assert "hung  failed" in text.stdout and "Traceback" not in text.stderr

@@ -11,7 +11,7 @@ from codewhale.providers import errors
 from codewhale.providers.client import ChatClient
 from codewhale.providers.retry import Retrying
 from codewhale.providers.types import StreamFinished, TextDelta
-from tests.support.llm_server import Fault, Reply, ToolCallSpec
+from tests.support.llm_server import RESET_STAGES, Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY, loopback_settings
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -186,6 +186,46 @@ async def test_an_idle_timeout_before_any_delta_is_retried(llm):
     llm.enqueue(Reply(fault=Fault.stall(seconds=10)), Reply(text="after the stall"))
     async with make_client(llm, stream_idle_timeout_secs=0.3) as client:
         assert (await client.complete(HELLO)).content == "after the stall"
+
+
+# A reset before the head is a failed connect; after it, a stream cut before any byte.
+RESET_REASONS = {
+    "before the head": "connection failed",
+    "after a chunked head": "stream cut",
+    "after an unframed head": "stream cut",
+}
+
+
+@pytest.mark.parametrize("stage", RESET_STAGES)
+async def test_a_reset_before_the_first_byte_is_retried(llm, stage):
+    llm.enqueue(Reply(fault=Fault.reset(stage)), Reply(text="served"))
+    async with make_client(llm) as client:
+        seen = [event async for event in client.stream(HELLO)]
+    notices = [event for event in seen if isinstance(event, Retrying)]
+    assert [notice.reason for notice in notices] == [RESET_REASONS[stage]]
+    assert [e.text for e in seen if isinstance(e, TextDelta)] == ["served"]
+    assert len(llm.requests) == 2
+
+
+async def test_a_reset_body_read_to_the_end_of_the_connection_is_not_an_empty_answer(llm):
+    llm.enqueue(Reply(fault=Fault.reset("after an unframed head")))
+    async with make_client(llm, max_retries=0) as client:
+        with pytest.raises(errors.StreamInterruptedError) as caught:
+            await client.complete(HELLO)
+    message = str(caught.value)
+    assert "broke mid-response" in message and "Connection reset by peer" in message
+    assert "empty body" not in message
+
+
+async def test_a_stall_before_the_response_headers_says_no_headers_came_not_connecting(llm):
+    llm.enqueue(Reply(text="too late", request_delay=30))
+    async with make_client(llm, stream_idle_timeout_secs=0.5, max_retries=0) as client:
+        with pytest.raises(errors.IdleTimeoutError) as caught:
+            await client.complete(HELLO)
+    message = str(caught.value)
+    assert "accepted the connection but sent no response headers within 0.5 s" in message
+    assert "connecting" not in message
+    assert len(llm.requests) == 1
 
 
 def _closed_port() -> int:

@@ -320,6 +320,23 @@ async def test_an_event_stream_split_anywhere_reads_as_the_same_answer():
     assert completion.finish_reason == "stop"
 
 
+async def test_one_long_event_that_keeps_arriving_is_not_idle():
+    """The idle limit is on bytes, not whole events: one delta's line (a long tool
+    argument, a whole answer) may take longer than the limit to arrive."""
+    text = "long " * 400
+    event = sse({"choices": [{"index": 0, "delta": {"content": text}}]})
+    done = sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    pieces = [event[i : i + 100] for i in range(0, len(event), 100)] + [done, b"data: [DONE]\n\n"]
+    stream = head(Content_Type="text/event-stream", Transfer_Encoding="chunked")
+    # 22 pieces 0.1 s apart: 2 s for the one event, four times the limit.
+    framed = [b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces] + [b"0\r\n\r\n"]
+    async with RawServer([stream, *framed], gap=0.1) as server:
+        settings = loopback_settings(server.base_url, stream_idle_timeout_secs=0.5, max_retries=0)
+        async with ChatClient(settings) as client:
+            completion = await client.complete(HELLO)
+    assert completion.content == text
+
+
 async def test_a_200_that_is_not_an_event_stream_is_a_protocol_error():
     page = b"<html>captive portal</html>"
     answer = head(Content_Type="text/html", Content_Length=str(len(page))) + page

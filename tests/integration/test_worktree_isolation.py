@@ -323,7 +323,7 @@ async def test_finished_worktrees_are_pruned_by_age_when_a_session_opens(
     for record in records:
         if record.agent_id in (ids["old"], ids["pinned"]):
             record.finished_at_ms = day_and_more
-    store.write(store.snapshot(records), store.next_generation())
+    store.write(store.snapshot(records))
     paths = {
         word: Path((r.worktree or {})["path"])
         for r in records

@@ -4,7 +4,7 @@ Tests and benchmarks point the provider client at it instead of mocking
 anything. It runs in its own threads, so async tests and sync benchmarks can
 both use it, serves many streams at once, records every raw request body, and
 can inject the faults a real endpoint produces (error statuses, cut streams,
-malformed JSON, keep-alive-only streams, stalls, empty bodies).
+malformed JSON, keep-alive-only streams, stalls, pauses, resets, empty bodies).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import contextlib
 import json
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -38,6 +39,7 @@ class Fault:
     after_chunks: int = 0
     interval: float = 0.05
     duration: float = 0.0
+    stage: str = ""
 
     @classmethod
     def status(
@@ -72,6 +74,25 @@ class Fault:
     @classmethod
     def stall(cls, seconds: float = 30.0) -> Fault:
         return cls("stall", duration=seconds)
+
+    @classmethod
+    def pause(cls, after_chunks: int, seconds: float) -> Fault:
+        """The stream stops for `seconds` after `after_chunks` events (in place of the
+        reply's chunk_delay there), then goes on."""
+        return cls("pause", after_chunks=after_chunks, duration=seconds)
+
+    @classmethod
+    def reset(cls, stage: str = "before the head") -> Fault:
+        """The connection is reset (RST) before any byte of the answer; `stage` is one of
+        RESET_STAGES: what is sent first (nothing, or a 200 head)."""
+        if stage not in RESET_STAGES:
+            raise ValueError(f"unknown reset stage {stage!r}; one of {RESET_STAGES}")
+        return cls("reset", stage=stage)
+
+
+# What a reset connection sent before its reset: nothing, a 200 event-stream head with
+# chunked framing, or one whose body would run to the end of the connection.
+RESET_STAGES = ("before the head", "after a chunked head", "after an unframed head")
 
 
 @dataclass(frozen=True)
@@ -328,7 +349,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.llm._wait(reply.request_delay):
             return
-        if reply.fault is not None and reply.fault.kind == "status":
+        if reply.fault is not None and reply.fault.kind == "reset":
+            self._reset(reply.fault.stage)
+        elif reply.fault is not None and reply.fault.kind == "status":
             self._send_status_fault(reply.fault)
         elif isinstance(body, dict) and body.get("stream"):
             self._stream(reply, body)
@@ -420,6 +443,19 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
+    def _reset(self, stage: str) -> None:
+        """Send what `stage` names, then reset the connection: an RST, not an orderly close."""
+        if stage != "before the head":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            if stage == "after a chunked head":
+                self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        # A zero linger makes close() send RST and drop anything unsent.
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
     def _keepalives(self, fault: Fault) -> None:
         deadline = time.monotonic() + fault.duration
         while time.monotonic() < deadline:
@@ -437,7 +473,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return False
             if fault is not None and fault.kind == "malformed_json" and sent == fault.after_chunks:
                 self._write_chunk(b"data: {not json\n\n")
-            if sent and self.llm._wait(reply.chunk_delay):
+            pause = reply.chunk_delay if sent else 0.0
+            if fault is not None and fault.kind == "pause" and sent == fault.after_chunks:
+                pause = fault.duration
+            if pause and self.llm._wait(pause):
                 return True
             self._write_chunk(payload)
         if fault is not None and fault.kind == "cut":

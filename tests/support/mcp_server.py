@@ -8,6 +8,11 @@ error, a write into the working directory, and a crash (the process exits mid-ca
 
 With `--record FILE` it appends what it was given, one JSON line each: over stdio its
 command line and whole environment as it starts, over HTTP each request's URL and headers.
+
+With `--hang handshake` the stdio server never answers (it does not even read its
+input, so the end of its input does not end it); with `--hang exit` it serves, then runs
+on after its input has ended, ignoring SIGTERM: only SIGKILL ends it.
+
 Other arguments are accepted and only recorded.
 """
 
@@ -17,8 +22,10 @@ import argparse
 import base64
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP, Image
@@ -123,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "http"])
     parser.add_argument("--record", type=Path)
+    parser.add_argument("--hang", choices=["handshake", "exit"])
     options, _ = parser.parse_known_args()
     # Goes to the client's log file, never to the user's screen.
     sys.stderr.write(f"demo server: starting over {options.transport} in {Path.cwd()}\n")
@@ -132,7 +140,12 @@ def main() -> None:
         serve_http(server, options.record)
     else:
         record(options.record, {"argv": sys.argv, "env": dict(os.environ)})
-        server.run("stdio")
+        if options.hang != "handshake":
+            server.run("stdio")
+        if options.hang == "exit":
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if options.hang is not None:
+            threading.Event().wait()  # until killed
 
 
 if __name__ == "__main__":

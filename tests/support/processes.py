@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +30,17 @@ def count_running(marker: str) -> int:
         if marker in command_line and state != "Z":
             found += 1
     return found
+
+
+def kill_marked(marker: str) -> None:
+    """SIGKILL every live process with `marker` in its command line: a failed test's
+    leftovers, which would otherwise outlive the run."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def daemon_marker() -> str:

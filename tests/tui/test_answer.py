@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownFence
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from codewhale.tui.answer import AssistantMessage
 from tests.tui.conftest import Layouts
@@ -112,3 +112,158 @@ async def test_a_streaming_paragraph_lays_the_screen_out_only_when_it_gains_a_ro
     assert ours == textuals
     # ...with a layout per row gained (and a few to start), not one per update.
     assert 3 * our_layouts < len(words) <= their_layouts
+
+
+# A long answer: each section has a heading, a paragraph, lists, a fence, a table, a quote.
+SECTION = """## Part {n}
+
+Checked `calc_{n}.py` and **fixed** the rounding, which had drifted from the spec; the new \
+code keeps *negative* values stable and says so in [the log](https://example.com/{n}).
+
+- `round_half_up` now handles negatives
+- the tests for part {n} pass
+  - the nested case too
+
+1. read the file
+2. change the helper
+
+```python
+def helper_{n}(value):
+
+    return int(value + 0.5)
+```
+
+| case | before | after |
+|------|--------|-------|
+| 2.5  | 2      | 3     |
+| {n}  | {n}    | {n}   |
+
+> Part {n} keeps the old behaviour behind a flag.
+
+"""
+LONG_ANSWER = "".join(SECTION.format(n=n) for n in range(12))
+
+
+async def stream_into(answer: AssistantMessage, pilot, text: str, piece: int = 9) -> None:
+    """Stream `text` in pieces, letting frames be drawn now and then, and finish it."""
+    for count, at in enumerate(range(0, len(text), piece)):
+        await answer.add_fragment(text[at : at + piece])
+        if count % 25 == 0:
+            await pilot.pause()
+    await answer.finish()
+    await settle(answer, pilot)
+
+
+async def settle(answer: AssistantMessage, pilot) -> None:
+    """Until the answer has measured and placed its blocks for the current view."""
+    stream = answer.stream
+    assert stream is not None
+    for _ in range(50):
+        await pilot.pause()
+        if stream.settled:
+            await pilot.pause()
+            return
+    raise AssertionError("the answer never settled")
+
+
+async def pages(app: Holder, pilot, answer: Markdown | None = None) -> list[str]:
+    """Screenshots of the whole answer, a view at a time from the top."""
+    scroller = app.query_one(VerticalScroll)
+    shots = []
+    y = 0
+    while True:
+        scroller.scroll_to(y=y, animate=False, immediate=True)
+        if isinstance(answer, AssistantMessage):
+            await settle(answer, pilot)
+        else:
+            await pilot.pause()
+        shots.append(app.export_screenshot())
+        if y >= scroller.max_scroll_y:
+            return shots
+        y = min(y + scroller.size.height - 1, int(scroller.max_scroll_y))
+
+
+async def test_a_long_streamed_answer_ends_up_as_textuals_markdown_of_the_whole_text():
+    answer = AssistantMessage()
+    app = Holder(answer)
+    async with app.run_test(size=SIZE) as pilot:
+        await stream_into(answer, pilot, LONG_ANSWER)
+        assert answer.answer == answer.source == LONG_ANSWER
+        # Only the blocks near the view are mounted; spacers stand for the rest...
+        blocks = [child for child in answer.children if isinstance(child, MarkdownBlock)]
+        assert answer.stream is not None
+        assert len(blocks) < answer.stream.finished == 12 * 7
+        # ...and scrolled through once (which measures what was only estimated)...
+        await pages(app, pilot, answer)
+        ours = await pages(app, pilot, answer)
+    reference = Holder(Markdown(LONG_ANSWER))
+    async with reference.run_test(size=SIZE) as pilot:
+        textuals = await pages(reference, pilot)
+    # ...every view of it is what Textual's Markdown shows for the whole text.
+    assert len(ours) == len(textuals) > 10
+    for page, (mine, theirs) in enumerate(zip(ours, textuals, strict=True)):
+        assert mine == theirs, f"view {page} differs"
+
+
+async def test_finished_blocks_are_not_parsed_or_built_again():
+    text = "".join(SECTION.format(n=n) for n in range(3))
+    answer = AssistantMessage()
+    app = Holder(answer)
+    async with app.run_test(size=(80, 150)) as pilot:  # the whole answer in view
+        await stream_into(answer, pilot, text, piece=5)
+        stream = answer.stream
+        assert stream is not None
+        # Parsed a block at a time: about a parse of the open block per frame, far less
+        # than the whole text parsed again each frame (Markdown.append's way)...
+        assert stream.splitter.parsed_chars < 40 * len(text)
+        # ...and never a finished block's widget built twice: all 21 are mounted, built once.
+        assert stream.rebuilt == 0
+        assert stream.mounted == stream.finished == 21
+        shown = app.export_screenshot()
+    reference = Holder(Markdown(text))
+    async with reference.run_test(size=(80, 150)) as pilot:
+        await pilot.pause()
+        assert shown == reference.export_screenshot()
+
+
+async def test_a_fence_left_open_then_closed_renders_right():
+    opened = "Before the code.\n\n```python\ndef f():\n\n    # not a heading\n\n    return 1\n"
+    closed = opened + "```\n\nAfter the code.\n"
+    shots = []
+    answer = AssistantMessage()
+    app = Holder(answer)
+    async with app.run_test(size=SIZE) as pilot:
+        await stream_into_open(answer, pilot, opened)
+        shots.append(app.export_screenshot())
+        assert len(answer.query(MarkdownFence)) == 1  # the blank lines are the fence's
+        await answer.add_fragment(closed[len(opened) :])
+        await answer.finish()
+        await settle(answer, pilot)
+        shots.append(app.export_screenshot())
+    for text, shot in zip((opened, closed), shots, strict=True):
+        reference = Holder(Markdown(text))
+        async with reference.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            assert shot == reference.export_screenshot()
+
+
+async def stream_into_open(answer: AssistantMessage, pilot, text: str) -> None:
+    """Stream `text` a few characters at a time, and let it be drawn, unfinished."""
+    for at in range(0, len(text), 4):
+        await answer.add_fragment(text[at : at + 4])
+        await pilot.pause()
+    await settle(answer, pilot)
+
+
+async def test_a_link_defined_after_its_use_is_a_link_once_the_answer_ends():
+    text = "See [the spec][spec] first.\n\nThen the rest.\n\n[spec]: https://example.com/spec\n"
+    answer = AssistantMessage()
+    app = Holder(answer)
+    async with app.run_test(size=SIZE) as pilot:
+        await stream_into(answer, pilot, text, piece=3)
+        shown = app.export_screenshot()
+        assert "[the spec]" not in str(answer.children[0].render())
+    reference = Holder(Markdown(text))
+    async with reference.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert shown == reference.export_screenshot()

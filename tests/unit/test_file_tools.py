@@ -83,6 +83,27 @@ async def test_grep_respects_gitignore_globs_and_context(context, monkeypatch, u
         await GrepFiles().run({"pattern": "("}, context)
 
 
+@pytest.mark.parametrize("use_ripgrep", [True, False])
+async def test_grep_cuts_a_10_mb_line_and_still_finds_the_rest(context, monkeypatch, use_ripgrep):
+    if not use_ripgrep:
+        monkeypatch.setattr("codewhale.tools.search.ripgrep_binary", lambda: None)
+    make_tree(context.workspace)
+    # One line of 10 MB, as a minified bundle has: far past a pipe reader's 64 KiB line.
+    (context.workspace / "bundle.min.js").write_text("var needle=" + "x" * 10_000_000 + "\n")
+    (context.workspace / "src" / "notes.txt").write_text("a\n" + "y" * 100_000 + "\nneedle\n")
+    out = (
+        await GrepFiles().run({"pattern": "needle", "context": 1, "max_results": 1000}, context)
+    ).output
+    shown = {line.split(" ", 1)[0]: line for line in out.splitlines()}
+    assert shown["src/config_loader.py:1:"] == "src/config_loader.py:1: needle = 1"
+    assert shown["src/notes.txt:3:"] == "src/notes.txt:3: needle"
+    cut = shown["bundle.min.js:1:"]
+    assert cut.startswith("bundle.min.js:1: var needle=xxx") and cut.endswith("x…")
+    assert len(cut) < 400
+    assert len(shown["src/notes.txt-2-"]) < 400  # a long context line is cut the same way
+    assert "[3 matches in 3 files]" in out
+
+
 SOURCE = "def f():\n    if x:\n        return 1\n    return 2\n"
 
 

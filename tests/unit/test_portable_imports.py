@@ -14,7 +14,8 @@ import sys
 for name in ("fcntl", "resource", "termios"):
     sys.modules[name] = None  # `import name` now raises ImportError
 import importlib, pkgutil, codewhale
-skipped = {"codewhale.__main__"}
+# hangup_driver extends Textual's Linux driver; tui/hangup.py imports it only there.
+skipped = {"codewhale.__main__", "codewhale.tui.hangup_driver"}
 names = [m.name for m in pkgutil.walk_packages(codewhale.__path__, "codewhale.")]
 for name in names:
     if name not in skipped:

@@ -7,58 +7,14 @@ import subprocess
 import sys
 
 from codewhale.subagents.lifecycle import ChildState, apply_move
-from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.state_log import CoalescedWriter
 from codewhale.subagents.store import SubagentStore
+from tests.support.records import bare_file, coalesced, record, started, step
 from tests.support.settings import app_environment
-
-
-def record(n: int) -> WorkerRecord:
-    return WorkerRecord(
-        run_id=f"run_{n}",
-        agent_id=f"agent_{n:08x}",
-        name=f"agent_{n:08x}",
-        nickname=f"Whale-{n}",
-        objective="Read the parser and report. " * 20,
-        description="parser",
-        type="explore",
-        role="explore",
-        model="m",
-        workspace="/w",
-        git_branch=None,
-        session_boot_id="boot_test",
-    )
-
-
-def started(n: int) -> WorkerRecord:
-    new = record(n)
-    new.add_event("queued", "queued")
-    apply_move(new, ChildState.STARTING, "started")
-    apply_move(new, ChildState.RUNNING)
-    return new
-
-
-def bare_file(store: SubagentStore) -> dict:
-    """What a reader that knows nothing of the journal sees."""
-    return json.loads(store.state_file.read_text())
 
 
 def journals(store: SubagentStore) -> list[str]:
     return sorted(path.name for path in store.state_file.parent.glob("*.journal.*"))
-
-
-async def coalesced(writer: CoalescedWriter) -> None:
-    """Wait for the write that marking a change scheduled."""
-    assert writer._task is not None
-    await writer._task
-
-
-def step(one: WorkerRecord, tool: str) -> None:
-    """What a child's model step does to its record."""
-    apply_move(one, ChildState.RUNNING_TOOL, tool, tool=tool)
-    one.steps_taken += 1
-    one.usage["input"] += 1000
-    apply_move(one, ChildState.RUNNING)
 
 
 async def test_changes_go_to_the_journal_and_every_reader_replays_them(tmp_path):
@@ -214,8 +170,11 @@ async def test_a_writer_continues_after_what_it_loaded(tmp_path):
     reloaded = second.load()
     await CoalescedWriter(second, lambda: reloaded).durable()
     assert bare_file(second)["journal"] > generation
-    assert journals(second) == []
     assert bare_file(second)["agents"][0]["steps_taken"] == 1
+    # The first store's process still runs: its journal stays, listed as folded in.
+    journal = first.journal_path(generation)
+    listed = {e["generation"]: e["offset"] for e in bare_file(second)["journals"]}
+    assert listed[generation] == journal.stat().st_size
 
 
 async def test_agents_list_in_another_process_sees_journaled_progress(tmp_path):

@@ -11,7 +11,8 @@ from codewhale.subagents.contract import claimed_files, parse_report, verify_cla
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.roles import Role, role_prompt
 from codewhale.subagents.spawn import resolve_model
-from codewhale.subagents.store import StateFileError, SubagentStore, trim
+from codewhale.subagents.state.merge import trim
+from codewhale.subagents.store import StateFileError, SubagentStore
 from tests.support.git_repo import git, make_repo
 
 
@@ -90,9 +91,9 @@ def _record(i: int, status: str) -> WorkerRecord:
 
 def test_store_keeps_256_records_dropping_oldest_finished(tmp_path):
     records = [_record(i, "completed") for i in range(300)] + [_record(999, "running")]
-    kept = trim(records)
+    kept = trim([record.to_json() for record in records])
     assert len(kept) == 256
-    assert kept[-1].status == "running" and kept[0].agent_id == _record(45, "x").agent_id
+    assert kept[-1]["status"] == "running" and kept[0]["agent_id"] == _record(45, "x").agent_id
 
 
 def test_events_are_capped_at_128(tmp_path):
