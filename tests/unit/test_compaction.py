@@ -299,7 +299,9 @@ def compacted(summary: dict[str, Any], *, kept: int) -> dict[str, Any]:
 # -- a resumed session's first estimate ----------------------------------------------------
 
 # The messages the engine writes (loading refuses other shapes), with text beyond ASCII
-# and characters JSON escapes, and tool calls nesting objects in lists in objects.
+# and characters JSON escapes, and tool calls nesting objects in lists in objects. Each
+# call is answered right after its message, as the engine does (loading answers a call
+# left without one, and drops an answer without its call).
 TOOL_CALLS = st.lists(
     st.fixed_dictionaries(
         {
@@ -310,20 +312,35 @@ TOOL_CALLS = st.lists(
     ),
     min_size=1,
     max_size=3,
+    unique_by=lambda call: call["id"],
 )
-MESSAGES = st.one_of(
-    st.fixed_dictionaries({"role": st.just("user"), "content": st.text()}),
+ANSWERED_CALLS = st.tuples(
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": st.none() | st.text(), "tool_calls": TOOL_CALLS},
+        optional={"reasoning_content": st.text()},
+    ),
+    st.text(),
+).map(
+    lambda pair: [
+        pair[0],
+        *(
+            {"role": "tool", "tool_call_id": call["id"], "content": pair[1]}
+            for call in pair[0]["tool_calls"]
+        ),
+    ]
+)
+TURN_PARTS = st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "content": st.text()}).map(lambda m: [m]),
     st.fixed_dictionaries(
         {"role": st.just("assistant"), "content": st.none() | st.text()},
-        optional={"reasoning_content": st.text(), "tool_calls": TOOL_CALLS},
-    ),
-    st.fixed_dictionaries(
-        {"role": st.just("tool"), "tool_call_id": st.text(), "content": st.text()}
-    ),
+        optional={"reasoning_content": st.text()},
+    ).map(lambda m: [m]),
+    ANSWERED_CALLS,
 )
+MESSAGES = st.lists(TURN_PARTS, max_size=4).map(lambda parts: [m for part in parts for m in part])
 
 
-@given(st.lists(MESSAGES, max_size=6))
+@given(MESSAGES)
 def test_a_loaded_sessions_message_sizes_are_what_the_estimate_would_encode(
     tmp_path_factory, bodies
 ):
