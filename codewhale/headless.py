@@ -308,7 +308,7 @@ async def _run(args: argparse.Namespace, prompt: str, terminal: Terminal | None)
         return EXIT_USAGE
     for warning in runtime.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    printer.begin(session_record(runtime, resumed=bool(resume or continue_latest)))
+    printer.begin(session_record(runtime, resumed=runtime.resumed))
     work = asyncio.ensure_future(servers_then_turn(runtime, prompt))
     # SIGINT, SIGTERM or SIGHUP interrupts the turn (before it starts, the wait for MCP
     # servers), and closing below stops the rest; a second one while closing exits at once.

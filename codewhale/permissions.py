@@ -23,9 +23,10 @@ class Mode(StrEnum):
     AGENT = "agent"
     YOLO = "yolo"
 
-    def next(self) -> Mode:
-        order = list(Mode)
-        return order[(order.index(self) + 1) % len(order)]
+    def toggled(self) -> Mode:
+        """Plan ↔ Agent, the switch Tab makes; YOLO steps down to Agent, never up into YOLO."""
+        # YOLO is entered only on purpose (`/mode yolo` after a confirmation, or `--mode yolo`).
+        return Mode.AGENT if self is Mode.PLAN or self is Mode.YOLO else Mode.PLAN
 
 
 class ModeSwitch:

@@ -48,6 +48,9 @@ from codewhale.tools.registry import default_tools
 ROOT_DEPTH = 3
 
 
+NOTHING_TO_CONTINUE = "no earlier session here: started a new one"
+
+
 class RuntimeSetupError(Exception):
     """The session could not start: bad workspace, endpoint or session id."""
 
@@ -103,10 +106,13 @@ def open_runtime(
         )
     messages: list[dict[str, Any]] = []
     previous: LoadedSession | None = None
-    resuming = bool(resume or continue_latest)
     try:
-        if resuming:
-            resumed = store.resume(_find(store, workspace, resume).id, workspace, settings.model)
+        earlier = _find(store, workspace, resume) if resume or continue_latest else None
+        if continue_latest and earlier is None:
+            # `--continue` where nothing ran yet still means "work here": a new session.
+            warnings.append(NOTHING_TO_CONTINUE)
+        if earlier is not None:
+            resumed = store.resume(earlier.id, workspace, settings.model)
             previous, writer = resumed.loaded, resumed.writer
             info = previous.info
             warnings += previous.warnings
@@ -209,7 +215,7 @@ def open_runtime(
         hold=manager.hold_for(root),
         compaction=compaction,
     )
-    if resuming and (note := manager.adopt_session()):
+    if previous is not None and (note := manager.adopt_session()):
         root.inbox.runtime_event(note)
     # Everything alive now (modules, config, clients) lives as long as the session. Moving
     # it out of the collector's reach keeps full collections from walking it: measured, a
@@ -226,6 +232,7 @@ def open_runtime(
         mcp=mcp,
         warnings=warnings,
         local_server=local_server,
+        resumed=previous is not None,
     )
 
 
@@ -241,10 +248,6 @@ def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | 
     return LocalServer(model, alias=settings.model, log_file=state_dir / "local-model.log")
 
 
-def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo:
-    if session_id:
-        return store.info(session_id)
-    latest = store.latest(workspace)
-    if latest is None:
-        raise SessionError(f"no earlier session for {workspace} to continue")
-    return latest
+def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo | None:
+    """The session named, else the workspace's latest (None when it has none)."""
+    return store.info(session_id) if session_id else store.latest(workspace)

@@ -50,6 +50,8 @@ class Runtime:
     mcp: McpHub
     warnings: list[str] = field(default_factory=list)
     local_server: LocalServer | None = None
+    # Whether it goes on with an earlier session's conversation (--continue, --resume).
+    resumed: bool = False
     _closed: bool = False
     # The totals this process started from (a resumed session's earlier spending).
     _opened_with: dict[str, Any] = field(default_factory=dict)

@@ -46,6 +46,7 @@ from codewhale.subagents.state.reading import (
     read_state,
     replay,
 )
+from codewhale.workspace_state import make_state_dir
 
 __all__ = ["RESTART_REASON", "StateFileError", "StateWriteError", "SubagentStore", "Written"]
 
@@ -116,7 +117,7 @@ class SubagentStore:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            private_dir(self.lock_file.parent)
+            make_state_dir(self.lock_file.parent)
             lock = FileLock(self.lock_file, mode=FILE_MODE)
             lock.acquire()
         except OSError as error:

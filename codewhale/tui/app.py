@@ -132,6 +132,7 @@ class CodeWhaleApp(App[None]):
         self.initial_prompt = (initial_prompt or "").strip() or None
         self._ctrl_c_at = 0.0  # when Ctrl+C was last pressed: a second within 1 s quits
         self.runtime: Runtime | None = None
+        self.closed_session: Runtime | None = None  # the one open when the app ended
         # Filled in `_start_session`: the handlers import the runtime (engine, httpx).
         self.registry = CommandRegistry()
         # Set once the first session has opened (or failed to); the composer's messages
@@ -512,7 +513,7 @@ class CodeWhaleApp(App[None]):
         text = message.text
         if not text.strip():
             if self.runtime is not None:
-                self.runtime.set_mode(self.runtime.mode.next())
+                self.runtime.set_mode(self.runtime.mode.toggled())
                 self.refresh_status()
         elif self.turn_running and self.runtime is not None:
             self.runtime.queue(text)
@@ -753,6 +754,7 @@ class CodeWhaleApp(App[None]):
         runtime, self.runtime = self.runtime, None
         if runtime is not None:
             await runtime.close()
+            self.closed_session = runtime  # its id and spend are printed once the app is gone
 
     def on_worker_state_changed(self, event) -> None:
         """Each time a session has opened (at start, after onboarding, on /sessions), its

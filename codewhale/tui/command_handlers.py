@@ -118,18 +118,48 @@ async def _agents(app: CodeWhaleApp, arguments: str) -> None:
     await app.transcript.notice("\n".join(lines))
 
 
+MODE_CHOICES = {
+    Mode.PLAN: "read-only: reads and searches; writes only plan artifacts",
+    Mode.AGENT: "file edits apply; shell commands and network access ask first",
+    Mode.YOLO: "every tool runs without asking, except writes to protected paths",
+}
+
+
 async def _mode(app: CodeWhaleApp, arguments: str) -> None:
     runtime = _runtime(app)
     choice = arguments.strip().lower()
     if not choice:
-        runtime.set_mode(runtime.mode.next())
-    elif choice in {m.value for m in Mode}:
-        runtime.set_mode(Mode(choice))
-    else:
-        await app.transcript.notice("usage: /mode [plan|agent|yolo]", "error")
+        lines = [f"mode: {runtime.mode.value}"]
+        for mode, meaning in MODE_CHOICES.items():
+            marker = "▸" if mode is runtime.mode else " "
+            lines.append(f" {marker} {mode.value:<6} {meaning}")
+        lines.append("Switch with /mode plan|agent|yolo (YOLO asks first); Tab: Plan ↔ Agent.")
+        await app.transcript.notice("\n".join(lines))
         return
+    if choice not in {m.value for m in Mode}:
+        await app.transcript.notice(
+            f"Unknown mode {choice!r}: use /mode plan, /mode agent or /mode yolo.", "error"
+        )
+        return
+    if Mode(choice) is Mode.YOLO and runtime.mode is not Mode.YOLO:
+        # Nothing asks in YOLO, so entering it takes a second, explicit yes.
+        from codewhale.tui.yolo_confirm import YoloConfirmScreen  # loaded on first use
+
+        async def answered(switch: bool | None) -> None:
+            if switch:
+                await _switch_mode(app, runtime, Mode.YOLO)
+            else:
+                await app.transcript.notice(f"mode: {runtime.mode.value} (YOLO not entered)")
+
+        app.push_screen(YoloConfirmScreen(runtime.mode.value), answered)
+        return
+    await _switch_mode(app, runtime, Mode(choice))
+
+
+async def _switch_mode(app: CodeWhaleApp, runtime: Runtime, mode: Mode) -> None:
+    runtime.set_mode(mode)
     app.refresh_status()
-    await app.transcript.notice(f"mode: {runtime.mode.value}")
+    await app.transcript.notice(f"mode: {mode.value}")
 
 
 async def _model(app: CodeWhaleApp, arguments: str) -> None:
@@ -279,7 +309,9 @@ def build_registry() -> CommandRegistry:
             aliases=("batonpass", "接力"),
             usage="[focus]",
         ),
-        SlashCommand("mode", "switch Plan / Agent / YOLO", _mode, usage="[plan|agent|yolo]"),
+        SlashCommand(
+            "mode", "show or switch Plan / Agent / YOLO", _mode, usage="[plan|agent|yolo]"
+        ),
         SlashCommand("model", "show or change the model", _model, usage="[id]"),
         SlashCommand(
             "sessions",

@@ -7,13 +7,18 @@ Textual is imported only once all of them pass.
 
 The config and key checks are skipped when a receipt says they passed for exactly this
 setup (tui/launch_receipt.py): the config models then load after the first frame.
+
+When the app ends, the session it had open is named with its spend and `--resume` line.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codewhale.paths import user_dirs
@@ -22,6 +27,7 @@ from codewhale.tui.launch_receipt import Appearance
 
 if TYPE_CHECKING:
     from codewhale.config import LoadedConfig
+    from codewhale.runtime import Runtime
 
 NO_TERMINAL = (
     "the full-screen app needs a terminal (stdin, stdout and stderr); "
@@ -54,6 +60,10 @@ def launch_tui(args: argparse.Namespace) -> int:
         initial_prompt=getattr(args, "prompt", None),
     )
     app.run()
+    if app.closed_session is not None:
+        # After a hangup the terminal is gone: the summary then has nowhere to go.
+        with contextlib.suppress(OSError):
+            print(exit_summary(app.closed_session), flush=True)
     # 129 or 143 when SIGHUP or SIGTERM ended it (tui/hangup.py), as a shell would say.
     return app.return_code or 0
 
@@ -81,6 +91,23 @@ def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:
         return problem
     launch_receipt.remember(receipt, state_dir, Appearance.of(loaded))
     return loaded
+
+
+def exit_summary(runtime: Runtime) -> str:
+    """What the terminal keeps once the app is gone: the session, its spend, how to return."""
+    from codewhale.providers.pricing import format_cost
+
+    usage = runtime.usage
+    spend = f"{usage.input_tokens:,} tokens in, {usage.output_tokens:,} out"
+    if cost := format_cost(runtime.cost_usd):
+        spend += f", {cost}"
+    # A session resumes into the workspace it is resumed from: name it if not this one.
+    here = runtime.workspace == Path.cwd().resolve()
+    where = "" if here else f"-C {shlex.quote(str(runtime.workspace))} "
+    return (
+        f"session {runtime.info.id}: {spend}\n"
+        f"resume it with: codewhale {where}--resume {runtime.info.id}"
+    )
 
 
 def _refuse(problem: str) -> int:

@@ -148,3 +148,44 @@ def test_in_a_terminal_the_prompt_is_the_first_turn_and_ctrl_c_twice_quits(llm, 
         if process.poll() is None:
             process.kill()
         os.close(controller)
+
+
+@pytest.mark.slow
+def test_continue_with_nothing_to_continue_starts_a_session_and_names_it_on_exit(
+    llm, home, tmp_path
+):
+    usage = {"prompt_tokens": 1200, "completion_tokens": 300}
+    llm.enqueue(Reply(text="pong-from-loopback", usage=usage))
+    env = app_environment(
+        CODEWHALE_HOME=str(home),
+        DEEPSEEK_API_KEY=TEST_KEY,
+        CODEWHALE_BASE_URL=llm.base_url,
+        TERM="xterm-256color",
+    )
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", "-C", str(tmp_path), "--continue", "ping"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+        close_fds=True,
+    )
+    os.close(terminal)
+    try:
+        screen = _read_until(controller, b"pong-from-loopback", timeout=30)
+        assert b"pong-from-loopback" in screen, screen[-800:]
+        assert b"no earlier session here: started a new one" in screen
+        os.write(controller, b"\x03\x03")  # Ctrl+C twice quits
+        after = _read_until(controller, b"codewhale --resume", timeout=15)
+        assert process.wait(timeout=15) == 0
+        after += _read_until(controller, b"\n", timeout=0.5)  # the rest of the last line
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    (session,) = (home / "data" / "sessions").glob("*.jsonl")
+    # Printed once Textual gave the terminal back: the session, its spend, the way back.
+    summary = after.decode(errors="replace").split(f"session {session.stem}: ", 1)[1]
+    assert summary.startswith("1,200 tokens in, 300 out, $")
+    assert f"resume it with: codewhale -C {tmp_path} --resume {session.stem}" in summary

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.git_repo import git, make_repo
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY, app_environment
 from tests.support.subagents import REPORT
@@ -463,3 +464,43 @@ def test_sigkill_then_continue_resumes_the_interrupted_child(llm, run_exec, work
         timeout=30,
     )
     assert shown.returncode == 0 and agent_id in shown.stdout
+
+
+def test_continue_where_no_session_ran_says_so_and_runs(llm, run_exec):
+    llm.enqueue(Reply(text="fresh start"))
+    result = run_exec("--json", "--continue", "hello")
+    assert result.returncode == 0, result.stderr
+    assert "no earlier session here: started a new one" in result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert records[0]["type"] == "session" and records[0]["resumed"] is False
+    assert records[-1]["final_text"] == "fresh start"
+    # Now there is one: the next --continue resumes it, without the notice.
+    llm.enqueue(Reply(text="again"))
+    again = run_exec("--json", "--continue", "more")
+    assert again.returncode == 0, again.stderr
+    assert "no earlier session" not in again.stderr
+    assert json.loads(again.stdout.splitlines()[0])["resumed"] is True
+
+
+def test_a_run_with_a_child_leaves_no_state_in_git_status(llm, run_exec, workspace):
+    make_repo(workspace)
+    # What users commit in .codewhale/ stays visible to git; only the state is hidden.
+    (workspace / ".codewhale").mkdir()
+    (workspace / ".codewhale" / "config.toml").write_text("# project settings\n")
+    llm.route(
+        lambda body: any("Task:\nlook at calc" in str(m.get("content")) for m in body["messages"]),
+        Reply(text=REPORT),
+    )
+    llm.enqueue(
+        Reply(
+            tool_calls=[ToolCallSpec("agent_open", {"prompt": "look at calc", "type": "explore"})]
+        ),
+        Reply(text="child is working"),
+        Reply(text="the child reported back"),
+    )
+    result = run_exec("delegate")
+    assert result.returncode == 0, result.stderr
+    state = workspace / ".codewhale" / "state"
+    assert [*state.glob("subagent-transcripts/*.jsonl")], "the child wrote no transcript"
+    status = git(workspace, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status == ["?? .codewhale/config.toml"]

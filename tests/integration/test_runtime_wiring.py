@@ -121,8 +121,22 @@ async def test_overrides_reach_the_request_and_the_session_header(llm, workspace
 async def test_resuming_an_unknown_session_is_a_setup_error(workspace):
     with pytest.raises(RuntimeSetupError, match="sess_nope"):
         open_runtime(workspace=workspace, resume="sess_nope")
-    with pytest.raises(RuntimeSetupError, match="no earlier session"):
-        open_runtime(workspace=workspace, continue_latest=True)
+
+
+async def test_continuing_where_no_session_ran_starts_a_new_one_and_says_so(llm, workspace):
+    llm.enqueue(Reply(text="fresh"))
+    runtime = open_runtime(workspace=workspace, continue_latest=True)
+    try:
+        assert "no earlier session here: started a new one" in runtime.warnings
+        assert (await runtime.submit("hi")).status == "completed"
+    finally:
+        await runtime.close()
+    again = open_runtime(workspace=workspace, continue_latest=True)
+    try:  # the new session is the one the next --continue finds
+        assert again.info.id == runtime.info.id
+        assert "no earlier session here: started a new one" not in again.warnings
+    finally:
+        await again.close()
 
 
 async def test_a_resumed_session_counts_on_from_its_totals(llm, workspace):

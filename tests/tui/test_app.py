@@ -66,14 +66,14 @@ async def test_enter_while_running_steers_and_esc_cancels(llm, make_app, workspa
         await app.action_quit()
 
 
-async def test_tab_cycles_modes_on_an_empty_composer(make_app, workspace):
+async def test_tab_toggles_plan_and_agent_on_an_empty_composer(make_app, workspace):
     app = make_app(workspace)
     async with app.run_test() as pilot:
         assert app.runtime.mode is Mode.AGENT
         await pilot.press("tab")
-        assert app.runtime.mode is Mode.YOLO
-        await pilot.press("tab")
         assert app.runtime.mode is Mode.PLAN
+        await pilot.press("tab")
+        assert app.runtime.mode is Mode.AGENT
         await app.action_quit()
 
 

@@ -96,7 +96,7 @@ async def test_plan_mode_refusal_is_shown_and_reaches_the_model(llm, make_app, w
     )
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.press("tab", "tab")  # Agent → YOLO → Plan
+        await pilot.press("tab")  # Agent → Plan
         assert app.runtime.mode is Mode.PLAN
         await type_and_send(pilot, "write x")
         await wait_for(pilot, lambda: not app.turn_running and app.query(AssistantMessage))

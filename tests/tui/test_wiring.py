@@ -19,6 +19,7 @@ from codewhale.runtime import open_runtime
 from codewhale.tui.app import NO_SESSION, CodeWhaleApp
 from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AssistantMessage, Notice, UserMessage
+from codewhale.tui.yolo_confirm import YoloConfirmScreen
 from tests.support.llm_server import Reply
 from tests.support.settings import TEST_KEY
 from tests.tui.conftest import type_and_send, wait_for
@@ -283,7 +284,7 @@ async def test_tab_switches_the_runtime_mode_and_the_status_line_shows_it(make_a
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: app.runtime is not None)
         assert " AGENT " in status(app)
-        for expected in (Mode.YOLO, Mode.PLAN, Mode.AGENT):
+        for expected in (Mode.PLAN, Mode.AGENT):
             await pilot.press("tab")
             await pilot.pause()
             assert app.runtime.mode is expected
@@ -298,6 +299,10 @@ async def test_mode_command_updates_the_status_line(make_app, workspace, mode):
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: app.runtime is not None)
         await send(pilot, app, f"/mode {mode}")
+        if mode == "yolo":
+            await wait_for(pilot, lambda: isinstance(app.screen, YoloConfirmScreen))
+            await pilot.press("y")
+        await wait_for(pilot, lambda: app.runtime.mode is Mode(mode))
         await pilot.pause()
         assert app.runtime.mode is Mode(mode)
         assert f" {mode.upper()} " in status(app)
