@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codewhale import process_tree
 from codewhale.config_models import SandboxConfig
 from codewhale.permissions import ApprovalClass, CommandClass, Mode, unsandboxed_refusal
 from codewhale.sandbox import (
@@ -60,7 +61,14 @@ def sandbox_spec(context: ToolContext, cwd: Path, hide: list[str]) -> SandboxSpe
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is left after a grace period."""
+    """SIGTERM the whole group, then SIGKILL whatever is left after a grace period.
+
+    What was below the command when this began and is still below us after the group is
+    gone is killed too: a sandbox stopped in its first milliseconds leaves its inner
+    process (its own session, not yet bound to die with it) orphaned, and this process
+    adopts orphans while it runs (`process_tree.adopt_orphans`).
+    """
+    below = set(process_tree.descendants(process.pid))
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
     with contextlib.suppress(TimeoutError):
@@ -68,6 +76,8 @@ async def _kill_group(process: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     await process.wait()
+    if below:
+        process_tree.kill(below.intersection(process_tree.descendants(os.getpid())))
 
 
 class ExecShell(Tool):
