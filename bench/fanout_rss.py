@@ -67,9 +67,11 @@ async def measure() -> dict[int, float]:
 def main() -> None:
     rss = asyncio.run(measure())
     early, late = (rss[n] for n in MEASURED_AT)
+    children = (MEASURED_AT[1] - MEASURED_AT[0]) * CHILDREN
     print(
         f"fanout_rss: {CHILDREN} children a round: RSS {early:.0f} MB after "
-        f"{MEASURED_AT[0]} rounds, {late:.0f} MB after {MEASURED_AT[1]}"
+        f"{MEASURED_AT[0]} rounds, {late:.0f} MB after {MEASURED_AT[1]} "
+        f"({(late - early) * 1024 / children:.0f} KB a child in between)"
     )
     target(f"RSS after {MEASURED_AT[1]} rounds / after {MEASURED_AT[0]}", late / early, "≤", 1.2)
 

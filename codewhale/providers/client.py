@@ -93,9 +93,10 @@ class _FragmentCache:
     engine only ever appends new ones), or the old bytes are sent again.
 
     Arrays unused for KEEP_REQUESTS requests (a cleared conversation, the full list a
-    compaction replaced) are dropped at once; item entries unused as long and in no kept
-    array (also one-off RLM calls sharing the client) whenever the cache has doubled
-    since the last pruning.
+    compaction replaced) are dropped at once; item entries unused as long whenever the
+    cache has doubled since the last pruning, unless a kept array still needs them: the
+    items whose encoding is already inside its joined first piece do not, so a long
+    conversation's bytes are held once (the joined piece), not twice.
     """
 
     KEEP_REQUESTS = 16
@@ -110,8 +111,9 @@ class _FragmentCache:
         self._transform = transform
         # id(obj) -> [obj, encoded bytes, request number of last use]
         self._entries: dict[int, list[Any]] = {}
-        # (items, the pieces of their encoding, request number of last use), most recent first
-        self._arrays: list[tuple[list[Any], list[bytes], int]] = []
+        # (items, the pieces of their encoding, request number of last use, how many of
+        # the items the first piece holds joined), most recent first
+        self._arrays: list[tuple[list[Any], list[bytes], int, int]] = []
         self._requests = 0
         self._size_after_pruning = 0
 
@@ -125,15 +127,16 @@ class _FragmentCache:
         items = list(items)
         slot, known = self._longest_prefix(items)
         pieces = list(self._arrays[slot][1]) if known else []
+        joined = self._arrays[slot][3] if known else 0
         for item in items[known:]:
             if pieces:
                 pieces.append(b",")
             pieces.append(self._fragment(item))
         if len(pieces) > self.MAX_PIECES:
-            pieces = [b"".join(pieces)]
+            pieces, joined = [b"".join(pieces)], len(items)
         if slot >= 0:
             del self._arrays[slot]
-        self._arrays.insert(0, (items, pieces, now))
+        self._arrays.insert(0, (items, pieces, now, joined))
         self._arrays = [
             array
             for array in self._arrays[: self.KEEP_ARRAYS]
@@ -145,10 +148,14 @@ class _FragmentCache:
         if len(self._entries) > 2 * self._size_after_pruning + 256:
             self._prune()
 
+    def encode_once(self, items: Iterable[Any], out: list[bytes]) -> None:
+        """Append the JSON array of `items` to `out`, keeping nothing of it."""
+        out.append(b"[" + b",".join(map(self._encode, items)) + b"]")
+
     def _longest_prefix(self, items: list[Any]) -> tuple[int, int]:
         """The kept array that `items` starts with, the longest: (its slot, its length)."""
         best, known = -1, 0
-        for slot, (kept, _, _) in enumerate(self._arrays):
+        for slot, (kept, _, _, _) in enumerate(self._arrays):
             size = len(kept)
             if (
                 known < size <= len(items)
@@ -174,7 +181,7 @@ class _FragmentCache:
 
     def _prune(self) -> None:
         oldest = self._requests - self.KEEP_REQUESTS
-        kept = {id(item) for items, _, _ in self._arrays for item in items}
+        kept = {id(item) for items, _, _, joined in self._arrays for item in items[joined:]}
         self._entries = {
             key: entry for key, entry in self._entries.items() if entry[2] > oldest or key in kept
         }
@@ -286,6 +293,7 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
         stream: bool = True,
+        remember: bool = True,
         **params: Any,
     ) -> list[bytes]:
         """encode_request's bytes in the parts they are sent in.
@@ -295,14 +303,18 @@ class ChatClient:
         the messages added since the last one, however long the conversation; the bytes
         are the same, so a forked child's prefix still matches its parent's on the wire.
         The long encoded prefix stays a part of its own: joining the body into one
-        would copy the whole conversation on every request.
+        would copy the whole conversation on every request. `remember=False`: a one-off
+        request that no later one extends (a summary, an RLM query); its messages are
+        encoded and nothing of them is kept.
         """
         fields = self._fields(_MESSAGES, _TOOLS if tools else None, model, stream, params)
         pieces: list[bytes] = []
         for key, value in fields.items():
             pieces.append(b"," if pieces else b"{")
             pieces.append(_ENCODER.encode(key).encode("utf-8") + b":")
-            if value is _MESSAGES:
+            if value is _MESSAGES and not remember:
+                self._message_fragments.encode_once(messages, pieces)
+            elif value is _MESSAGES:
                 self._message_fragments.encode_array(messages, pieces)
             elif value is _TOOLS:
                 assert tools is not None
@@ -331,6 +343,7 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
         idle_timeout_secs: float | None = None,
+        remember: bool = True,
         **params: Any,
     ) -> AsyncGenerator[StreamEvent | Retrying, None]:
         """Stream one response: deltas as they arrive, then exactly one StreamFinished.
@@ -339,6 +352,7 @@ class ChatClient:
         `idle_timeout_secs` is the caller's own idle limit: when no data arrives for that
         long (first byte or next event), the request ends with a RequestTimeoutError, not
         retried; [network] stream_idle_timeout_secs applies when it is the shorter one.
+        `remember`: see encode_request_parts.
         """
         idle = self._idle_limit(idle_timeout_secs)
         tools = tools if self.settings.offer_tools else None
@@ -347,7 +361,8 @@ class ChatClient:
             # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
             params.setdefault("tool_choice", "auto")
             completion = None
-            async with aclosing(self._whole(messages, tools, model, params, idle)) as whole:
+            whole_request = self._whole(messages, tools, model, params, idle, remember=remember)
+            async with aclosing(whole_request) as whole:
                 async for item in whole:
                     if isinstance(item, StreamFinished):
                         completion = item.completion
@@ -363,7 +378,9 @@ class ChatClient:
             # text path is grammar-bound too): ask again for the words, without tools.
             earlier_usage, tools = completion.usage, None
             params.pop("tool_choice")
-        body = self.encode_request_parts(messages, tools=tools, model=model, **params)
+        body = self.encode_request_parts(
+            messages, tools=tools, model=model, remember=remember, **params
+        )
         async with aclosing(self._with_retries(lambda: self._stream_once(body, idle))) as events:
             async for event in events:
                 if isinstance(event, StreamFinished) and earlier_usage is not None:
@@ -378,8 +395,11 @@ class ChatClient:
         model: str | None = None,
         **params: Any,
     ) -> Completion:
-        """Stream a response and return only the finished Completion."""
-        return await _completion_of(self.stream(messages, tools=tools, model=model, **params))
+        """Stream a one-off request (its messages are not kept for a next one) and return
+        only the finished Completion."""
+        return await _completion_of(
+            self.stream(messages, tools=tools, model=model, remember=False, **params)
+        )
 
     async def request(
         self,
@@ -401,10 +421,14 @@ class ChatClient:
         model: str | None,
         params: dict[str, Any],
         idle: _IdleLimit,
+        *,
+        remember: bool = True,
     ) -> AsyncGenerator[StreamFinished | Retrying, None]:
         """A non-streamed request, with the same retries and notices as a stream."""
         tools = tools if self.settings.offer_tools else None
-        body = self.encode_request_parts(messages, tools=tools, model=model, stream=False, **params)
+        body = self.encode_request_parts(
+            messages, tools=tools, model=model, stream=False, remember=remember, **params
+        )
 
         async def attempt() -> AsyncGenerator[StreamFinished, None]:
             yield StreamFinished(await self._request_once(body, idle))

@@ -209,7 +209,11 @@ class CoalescedWriter:
         """Write every record as a new snapshot (merged with the disk's) and start its
         journal."""
         # Taken on the loop, so no change can slip between the copy and the baseline.
-        snapshot = self.store.snapshot(self.records())
+        # A finished record the state file no longer keeps (trimmed as old) is not offered
+        # again: it would be trimmed again, and its copies would grow with the session.
+        snapshot = self.store.snapshot(
+            [r for r in self.records() if not (r.terminal and r.agent_id in self._left_out)]
+        )
         written: dict[str, _Written] = {}
         for data in snapshot:
             events = data["events"]
@@ -220,7 +224,7 @@ class CoalescedWriter:
         # thread so children keep streaming.
         result = await asyncio.to_thread(self.store.write, snapshot)
         self._written = {key: value for key, value in written.items() if key in result.kept}
-        self._left_out = set(written) - result.kept
+        self._left_out = (self._left_out | set(written)) - result.kept
         self._generation, self._journal_bytes = result.generation, 0
         self._snapshot_bytes = result.size
 

@@ -210,6 +210,29 @@ def test_one_off_conversations_do_not_pile_up_in_the_cache(client):
     assert client.encode_request(kept) == plain(client.build_body(kept))
 
 
+def test_a_long_conversation_is_held_once_not_per_message_as_well(client):
+    """Messages already inside the joined encoding of the conversation need no entry of
+    their own: the cache holds the conversation's bytes once (issue 27's RSS growth)."""
+    messages = [Message(role="system", content="prompt")]
+    for turn in range(2000):
+        messages.append(Message(role="user", content=f"turn {turn} " + "x" * 200))
+        client.encode_request(messages)
+    assert len(client._message_fragments) < 600  # one entry per message would be 2001
+    assert client.encode_request(messages) == plain(client.build_body(messages))
+
+
+def test_a_one_off_request_keeps_nothing_and_encodes_as_the_plain_encoder(client, text_client):
+    for each in (client, text_client):
+        summary_request = [Message(message) for message in CONVERSATION]
+        body = b"".join(each.encode_request_parts(summary_request, remember=False))
+        assert body == plain(each.build_body(summary_request))
+        assert len(each._message_fragments) == 0
+        watched = weakref.ref(summary_request[1])
+        del summary_request
+        gc.collect()
+        assert watched() is None
+
+
 def test_objects_dropped_from_the_cache_and_their_ids_reused_are_encoded_afresh(client):
     for round_ in range(300):
         # Fresh dicts each time, often at addresses freed by the previous round's.

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from codewhale.subagents.lifecycle import ChildState, apply_move
+from codewhale.subagents.state.merge import MAX_RECORDS
 from codewhale.subagents.state_log import CoalescedWriter
 from codewhale.subagents.store import SubagentStore
 from tests.support.records import bare_file, coalesced, record, started, step
@@ -198,3 +199,34 @@ async def test_agents_list_in_another_process_sees_journaled_progress(tmp_path):
     )
     (agent,) = json.loads(listed.stdout)["agents"]
     assert agent["steps_taken"] == 3 and agent["usage"]["input"] == 3000
+
+
+async def test_finished_records_trimmed_from_the_file_are_not_copied_again(tmp_path):
+    """Over a long session the file keeps MAX_RECORDS; the finished records beyond it stay
+    in memory only, and later snapshots neither write nor copy them (issue 27's RSS)."""
+    store = SubagentStore(tmp_path)
+    records = [started(n) for n in range(MAX_RECORDS + 40)]
+    for each in records[:60]:
+        apply_move(each, ChildState.COMPLETED, "done")
+    records[0].updated_at_ms -= 10_000  # the oldest finished ones are trimmed first
+    writer = CoalescedWriter(store, lambda: records)
+    await writer.durable()
+    on_disk = {agent["agent_id"] for agent in bare_file(store)["agents"]}
+    assert len(on_disk) == MAX_RECORDS
+    trimmed = {r.agent_id for r in records} - on_disk
+    assert len(trimmed) == 40 and all(r.terminal for r in records if r.agent_id in trimmed)
+
+    snapshots: list[int] = []
+    taken = store.snapshot
+
+    def counting(offered):
+        snapshots.append(len(offered))
+        return taken(offered)
+
+    store.snapshot = counting
+    step(records[-1], "grep_files")
+    apply_move(records[-1], ChildState.COMPLETED, "done")  # a status change: a new snapshot
+    writer.mark_dirty(records[-1], 0)
+    await writer.durable()
+    assert snapshots and snapshots[-1] == MAX_RECORDS
+    assert {a["agent_id"] for a in bare_file(store)["agents"]} == on_disk
