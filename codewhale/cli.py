@@ -63,8 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_override_flags(show)
     path = config_commands.add_parser("path", help="print where config files are read from")
     _add_override_flags(path)
-    init = config_commands.add_parser("init", help="write a starter user config file")
+    init = config_commands.add_parser(
+        "init", help="write the annotated example as the user config file"
+    )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    config_commands.add_parser("example", help="print every key, commented, at its default")
 
     exec_parser = commands.add_parser("exec", help="run one prompt headless and print the answer")
     _add_override_flags(exec_parser)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from codewhale.atomic import atomic_write_text
 from codewhale.config import LoadedConfig, load_for_command, redact_secret
-from codewhale.config_write import write_config_file
 from codewhale.mcp.specs import only_references, redact_url
 from codewhale.paths import user_config_file, user_dirs
 from codewhale.sandbox import describe, sandbox_status
@@ -19,7 +20,8 @@ USAGE = """usage: codewhale config ACTION
 
   show [--json]   the effective config, each value with its source (secrets redacted)
   path            where config files and user directories are
-  init [--force]  write a starter user config file
+  init [--force]  write the annotated example as the user config file
+  example         print the annotated example: every key, commented, at its default
 """
 
 
@@ -30,6 +32,9 @@ def run_config_command(args: argparse.Namespace) -> int:
         return 2
     if action == "init":
         return _init(force=args.force)
+    if action == "example":
+        print(example_text(), end="")
+        return 0
     if (loaded := load_for_command(args.workspace_path, args.overrides)) is None:
         return 2
     if action == "path":
@@ -143,15 +148,9 @@ def _print_paths(loaded: LoadedConfig) -> None:
     print(f"cache dir        {dirs.cache_dir}")
 
 
-def starter_config() -> dict[str, Any]:
-    """The keys most people change first, at their defaults."""
-    return {
-        "provider": "deepseek",
-        "network": {"max_retries": 4, "stream_idle_timeout_secs": 90},
-        "subagents": {"max_concurrent": 20, "api_timeout_secs": 120},
-        "memory": {"enabled": False},
-        "tui": {"sidebar": True, "theme": "textual-dark"},
-    }
+def example_text() -> str:
+    """config.example.toml as the package ships it (also linked at the source tree's top)."""
+    return resources.files("codewhale.data").joinpath("config.example.toml").read_text("utf-8")
 
 
 def _init(*, force: bool) -> int:
@@ -164,11 +163,10 @@ def _init(*, force: bool) -> int:
         )
         return 1
     try:
-        write_config_file(path, starter_config())
+        atomic_write_text(path, example_text())  # 0600: an api_key may go in it
     except OSError as error:
         print(f"codewhale: cannot write {path}: {error.strerror or error}", file=sys.stderr)
         return 1
-    print(f"Wrote {path}")
-    print("Every key and its default: config.example.toml in the source tree or docs/CONFIG.md.")
+    print(f"Wrote {path}: every key, commented out at its default; uncomment what you change.")
     print('Add api_key = "..." there, or set DEEPSEEK_API_KEY in your environment.')
     return 0

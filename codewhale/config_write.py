@@ -27,11 +27,6 @@ def update_config_file(path: Path, values: Mapping[str, Any]) -> None:
     atomic_write_text(path, tomlkit.dumps(document), mode=0o600)
 
 
-def write_config_file(path: Path, values: Mapping[str, Any]) -> None:
-    """Replace the file at `path` with `values` as TOML."""
-    atomic_write_text(path, tomlkit.dumps(dict(values)), mode=0o600)
-
-
 def _merge(table: Any, values: Mapping[str, Any]) -> None:
     for key, value in values.items():
         existing = table.get(key)

@@ -99,7 +99,7 @@ class OnboardingScreen(ModalScreen[bool]):
                 f"Paste a {hosted.label} key below to save it in {self.loaded.user_file} "
                 f"(readable only by you), or quit and export {key_env}. To use another "
                 "endpoint, set provider and base_url in that file (local servers such as "
-                "ollama or llamacpp need no key) — see config.example.toml.",
+                "ollama or llamacpp need no key): `codewhale config example` lists every key.",
                 markup=False,
             )
             if not offline and (missing := missing_local_runtime()):

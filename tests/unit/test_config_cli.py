@@ -57,11 +57,9 @@ def test_show_json_is_machine_readable_and_redacted(run):
 
 
 def test_secret_headers_are_redacted(run):
-    run("init")
     config = run.home / "config" / "config.toml"
-    config.write_text(
-        config.read_text() + '\n[headers]\nX-Api-Token = "tok-abcdefghijklmnop"\nX-Team = "a"\n'
-    )
+    config.parent.mkdir(parents=True)
+    config.write_text('[headers]\nX-Api-Token = "tok-abcdefghijklmnop"\nX-Team = "a"\n')
     result = run("show", "--json")
     headers = json.loads(result.stdout)["values"]["headers"]
     assert headers == {"X-Api-Token": "…mnop", "X-Team": "a"}
@@ -105,3 +103,15 @@ def test_bare_config_prints_usage(run):
     result = run()
     assert result.returncode == 2
     assert "show" in result.stderr and "init" in result.stderr
+
+
+def test_init_writes_the_annotated_example_that_config_example_prints(run):
+    printed = run("example")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.startswith("# CodeWhale configuration: every key with its default.")
+    assert run("init").returncode == 0
+    written = (run.home / "config" / "config.toml").read_text()
+    assert written == printed.stdout
+    # Loaded as written, it is the defaults: nothing to warn about, nothing changed.
+    shown = run("show", "--json")
+    assert shown.returncode == 0 and "warning" not in shown.stderr, shown.stderr

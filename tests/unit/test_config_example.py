@@ -8,7 +8,7 @@ from pathlib import Path
 from codewhale.config import known_keys, load_config
 from codewhale.config_models import Config
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "codewhale" / "data" / "config.example.toml"
 
 
 def test_example_loads_without_warnings(tmp_path):
