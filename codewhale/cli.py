@@ -13,6 +13,7 @@ from pathlib import Path
 
 from codewhale import __version__
 from codewhale.environ_guard import seal_environment
+from codewhale.output_streams import tolerate_unencodable
 
 
 def _add_override_flags(parser: argparse.ArgumentParser) -> None:
@@ -219,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (value := getattr(args, key, None)) is not None
     }
     seal_environment()
+    tolerate_unencodable()
     if args.command == "config":
         from codewhale.config_cli import run_config_command
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 from codewhale.config import ConfigError
+from codewhale.output_streams import holds_any_character
 from codewhale.permissions import Mode
 from codewhale.providers.key_help import lacks_key, missing_key_help
 from codewhale.providers.types import Usage
@@ -200,7 +201,8 @@ class Printer:
             self.err.write(f"session: {result['session_id']}\n")
 
     def _write_json(self, record: dict[str, Any]) -> None:
-        self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        escape = not holds_any_character(self.out)  # an ASCII locale: \u escapes, exact
+        self.out.write(json.dumps(record, ensure_ascii=escape, default=str) + "\n")
         self.out.flush()
 
 
