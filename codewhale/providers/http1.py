@@ -270,8 +270,14 @@ def _parse_head(block: bytes) -> tuple[bytes, int, bytes, Headers]:
     parts = lines[0].split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
         raise httpx.RemoteProtocolError(f"not an HTTP/1.1 response: {lines[0][:80]!r}")
-    headers = []
+    headers: Headers = []
     for line in lines[1:]:
+        if line[:1] in (b" ", b"\t") and headers:
+            # An obsolete folded line continues the header above (RFC 9112 5.2): read as
+            # one space, as httpx does, rather than failing a reply every client accepts.
+            name, value = headers[-1]
+            headers[-1] = (name, value + b" " + line.strip())
+            continue
         name, colon, value = line.partition(b":")
         if not colon or not name or name != name.strip():
             raise httpx.RemoteProtocolError(f"a response header is malformed: {line[:80]!r}")

@@ -15,6 +15,7 @@ from codewhale.providers import errors, transport
 from codewhale.providers.client import ChatClient, encode_body
 from tests.support.llm_server import LoopbackLLM, Reply
 from tests.support.settings import loopback_settings
+from tests.support.socks import socks5_proxy
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -345,3 +346,26 @@ async def test_a_200_that_is_not_an_event_stream_is_a_protocol_error():
         with pytest.raises(errors.ProtocolError, match="text/html"):
             await client.complete(HELLO)
         await client.aclose()
+
+
+@pytest.mark.parametrize("scheme", ["socks5", "socks5h"])
+async def test_a_socks_proxy_from_the_environment_carries_the_request(llm, monkeypatch, scheme):
+    with socks5_proxy() as proxy:
+        monkeypatch.setenv("ALL_PROXY", f"{scheme}://127.0.0.1:{proxy.server_address[1]}")
+        for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        llm.enqueue(Reply(text="via socks"))
+        port = llm._server.server_address[1]
+        # A name only the proxy resolves: reaching the server proves the proxy carried it.
+        settings = loopback_settings(f"http://llm.socks.test:{port}/v1", allow_insecure_http=True)
+        async with ChatClient(settings) as client:
+            assert (await client.complete(HELLO)).content == "via socks"
+    assert proxy.connections == [f"CONNECT {port}"]
+    assert llm.requests[0].path == "/v1/chat/completions"
+
+
+async def test_a_folded_response_header_is_read_as_one_line_not_retried(llm):
+    llm.enqueue(Reply(text="folded", headers={"X-Folded": "first part\r\n\tsecond part"}))
+    async with ChatClient(loopback_settings(llm.base_url, max_retries=3)) as client:
+        assert (await client.complete(HELLO)).content == "folded"
+    assert len(llm.requests) == 1

@@ -134,6 +134,8 @@ class Reply:
     fault: Fault | None = None
     # A recorded SSE body, replayed event by event in place of the scripted fields.
     recorded_sse: bytes | None = None
+    # Extra response headers of a streamed reply, written as given (a folded one too).
+    headers: dict[str, str] = field(default_factory=dict)
 
     def text_chunks(self) -> list[str]:
         return _pieces(self.text, self.chunk_size)
@@ -428,6 +430,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
         self.end_headers()
         fault = reply.fault
         try:
