@@ -26,7 +26,7 @@ from codewhale.paths import (
 )
 from codewhale.subagents.definitions import (
     BUILTIN,
-    CLAUDE_MODEL_ALIASES,
+    CLAUDE_MODEL_ALIAS,
     AgentDefinition,
     DefinitionSet,
     HeldDefinition,
@@ -97,7 +97,7 @@ def _hold(
     shadows = bool(reasons)
     # Claude Code's aliases never pick a model (AgentDefinition.model_for).
     model = definition.model
-    if model is not None and model.lower() not in CLAUDE_MODEL_ALIASES:
+    if model is not None and not CLAUDE_MODEL_ALIAS.fullmatch(model):
         reasons.append(f"it names the model '{model}'")
         instead = instead or "the model configured for its role is used"
     if not reasons:

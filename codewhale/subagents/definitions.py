@@ -59,9 +59,10 @@ COLORS = {
     "gray": "grey50",
     "grey": "grey50",
 }
-# Claude Code's model aliases: they name Anthropic models, so here they mean "the
-# model configured for this role", as does any `claude-*` id off Anthropic's endpoint.
-CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
+# Claude Code's model aliases, with or without the `[1m]` (long context) suffix: they
+# name Anthropic models, so here they mean "the model configured for this role", as
+# does any `claude-*` id off Anthropic's endpoint.
+CLAUDE_MODEL_ALIAS = re.compile(r"(default|sonnet|opus|haiku|opusplan|best)(\[1m\])?", re.I)
 INHERIT = frozenset({"", "inherit"})
 
 
@@ -82,12 +83,24 @@ class AgentDefinition:
     # sha256 of the file as read: what trusting a project definition pins.
     digest: str = ""
 
+    @property
+    def from_claude_code(self) -> bool:
+        """Read from a `.claude/agents/` folder: written for Claude Code, whose models
+        are Anthropic's."""
+        return ".claude" in Path(self.source).parts
+
     def model_for(self, base_url: str) -> str | None:
-        """The model this definition asks for on that endpoint; None defers to the config."""
+        """The model this definition asks for on that endpoint; None defers to the config.
+
+        Claude Code files name only Anthropic models (an alias, a `claude-*` id, or one
+        Claude Code would reject): off Anthropic's endpoint each means the configured one.
+        """
         model = self.model
-        if model is None or model.lower() in CLAUDE_MODEL_ALIASES:
+        if model is None or CLAUDE_MODEL_ALIAS.fullmatch(model):
             return None
-        if model.lower().startswith("claude-") and "anthropic.com" not in base_url:
+        if "anthropic.com" not in base_url and (
+            model.lower().startswith("claude-") or self.from_claude_code
+        ):
             return None
         return model
 
@@ -163,7 +176,7 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
     if selection.dropped:
         left = "" if selection.names else "; it has no tools left"
         warnings.append(f"tools not available here, dropped: {', '.join(selection.dropped)}{left}")
-    model = _model(meta.get("model"), warnings)
+    model = _model(meta.get("model"), warnings, claude_file=".claude" in Path(source).parts)
     color = _color(meta.get("color"), warnings)
     if unknown := sorted(str(key) for key in meta if key not in FIELDS):
         warnings.append(f"fields CodeWhale does not use, ignored: {', '.join(unknown)}")
@@ -182,11 +195,11 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
     )
 
 
-def _model(raw: object, warnings: list[str]) -> str | None:
+def _model(raw: object, warnings: list[str], *, claude_file: bool) -> str | None:
     if raw is None or str(raw).strip().lower() in INHERIT:
         return None
     model = str(raw).strip()
-    if model.lower() in CLAUDE_MODEL_ALIASES:
+    if CLAUDE_MODEL_ALIAS.fullmatch(model):
         warnings.append(
             f"model '{model}' is a Claude Code alias: the model configured for its role is used"
         )
@@ -194,6 +207,11 @@ def _model(raw: object, warnings: list[str]) -> str | None:
         warnings.append(
             f"model '{model}' is used only on Anthropic's endpoint; elsewhere the model "
             "configured for its role"
+        )
+    elif claude_file:
+        warnings.append(
+            f"model '{model}' is not one Claude Code knows (a Claude Code file names "
+            "Anthropic models): the model configured for its role is used"
         )
     return model
 

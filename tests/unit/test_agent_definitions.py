@@ -178,6 +178,12 @@ def test_everything_dropped_says_no_tools_are_left_and_deny_lists_subtract():
         ("claude-sonnet-4-5", DEEPSEEK, None),
         ("claude-sonnet-4-5", "https://api.anthropic.com/v1", "claude-sonnet-4-5"),
         ("deepseek-reasoner", DEEPSEEK, "deepseek-reasoner"),
+        # Every alias Claude Code accepts, long-context suffix and case included.
+        ("opusplan", DEEPSEEK, None),
+        ("default", DEEPSEEK, None),
+        ("sonnet[1m]", DEEPSEEK, None),
+        ("Opus[1M]", DEEPSEEK, None),
+        ("best", DEEPSEEK, None),
     ],
 )
 def test_model_aliases_defer_to_the_configured_model(model, base_url, expected):
@@ -256,8 +262,12 @@ def test_agent_open_routing_is_bounded_and_the_full_text_is_listed(tmp_path):
     full = catalog.listing("agent-149")
     assert full["description"].count("It knows a lot.") == 60 and full["model"] is None
     assert full["tools"] == ["read_file", "grep_files"]
-    with pytest.raises(LookupError, match="No agent type 'nope'"):
-        catalog.listing("nope")
+    # An unknown name gets the few closest names, not all 154 types.
+    with pytest.raises(LookupError, match="Invalid sub-agent type 'agent-1490'") as raised:
+        catalog.listing("agent-1490")
+    close = str(raised.value).split("the closest definitions: ", 1)[1].split(" (", 1)[0]
+    assert close.startswith("agent-149, ") and len(close.split(", ")) == 5
+    assert "(154 definitions in all: agent_types lists them)" in str(raised.value)
 
 
 def test_listing_resolves_models_and_tools_now(tmp_path):
@@ -318,3 +328,27 @@ def test_names_as_public_collections_spell_them(name, loads):
     else:
         with pytest.raises(ValueError, match="'name' is required"):
             definition(text)
+
+
+@pytest.mark.parametrize("model", ["fable", "gpt-4o", "opusplan", "sonnet[1m]"])
+def test_a_claude_code_file_never_sends_a_model_claude_code_would_not(tmp_path, model):
+    """A `.claude/agents` file names Anthropic models only: anything else it names (an
+    unknown `fable`, another vendor's id) means the configured model, with a warning."""
+    path = tmp_path / ".claude" / "agents" / "teller.md"
+    text = f"---\nname: teller\ndescription: d\nmodel: {model}\n---\nYou tell stories."
+    loaded = parse_definition(text, str(path), KNOWN)
+    assert loaded.model_for(DEEPSEEK) is None
+    assert (
+        resolve_model(None, Role.GENERAL, "teller", loaded, SubagentsConfig(), "p", DEEPSEEK) == "p"
+    )
+    assert any(f"model '{model}'" in warning for warning in loaded.warnings)
+    # The same name in CodeWhale's own folder is taken as written.
+    own = parse_definition(text, str(tmp_path / ".codewhale" / "agents" / "teller.md"), KNOWN)
+    assert own.model_for(DEEPSEEK) == (None if model in ("opusplan", "sonnet[1m]") else model)
+
+
+def test_task_in_a_claude_tools_list_maps_to_the_agent_tools():
+    text = "---\nname: lead\ndescription: d\ntools: Read, Task\n---\nYou delegate."
+    loaded = parse_definition(text, "/w/.claude/agents/lead.md", KNOWN)
+    assert loaded.tools is not None and {"read_file", "agent_open"} <= set(loaded.tools)
+    assert not any("dropped" in warning for warning in loaded.warnings)
