@@ -259,6 +259,9 @@ class McpServerConfig(Section):
     """One MCP server: a program over stdio (`command`) or a streamable-HTTP `url`."""
 
     section: ClassVar[str] = "mcp.servers"
+    # "sse": a `url` server on the older HTTP+SSE transport; unset, a url means
+    # streamable HTTP and a command stdio (Claude Code's `type`, same values).
+    type: Literal["stdio", "http", "streamable-http", "sse"] | None = None
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     # Values may name environment variables (`${TOKEN}`, `${TOKEN:-default}`); shown
@@ -270,6 +273,8 @@ class McpServerConfig(Section):
     # sub-agents may use them. Unset: every call asks (Agent mode), as a shell command does.
     trust: Literal["read_only"] | None = None
     enabled: bool = True
+    # Tools of this server the model is never offered (Claude Code's `disabledTools`).
+    disabled_tools: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -281,6 +286,8 @@ class McpServerConfig(Section):
             raise ValueError("command must be a program name; headers belong to url servers")
         if self.url is not None and (self.args or self.env):
             raise ValueError("args and env belong to command servers, not url ones")
+        if self.type is not None and (self.type == "stdio") != (self.command is not None):
+            raise ValueError(f"type '{self.type}' does not match the server's command or url")
         return self
 
 

@@ -18,6 +18,7 @@ import anyio
 import httpx
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
@@ -43,15 +44,26 @@ class Connection:
 
 @asynccontextmanager
 async def connect(
-    resolved: Resolved, *, cwd: Path, errlog: TextIO, timeout: float
+    resolved: Resolved, *, cwd: Path, errlog: TextIO, timeout: float, sse: bool = False
 ) -> AsyncIterator[Connection]:
-    """Start or reach the server, initialize and list its tools within `timeout` seconds."""
+    """Start or reach the server, initialize and list its tools within `timeout` seconds;
+    a url server over streamable HTTP, or over the older HTTP+SSE transport (`sse`)."""
     async with AsyncExitStack() as stack:
         if resolved.command is not None:
             params = StdioServerParameters(
                 command=resolved.command, args=resolved.args, env=resolved.env, cwd=cwd
             )
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        elif sse:
+            assert resolved.url is not None
+            read, write = await stack.enter_async_context(
+                sse_client(
+                    resolved.url,
+                    headers=resolved.headers,
+                    timeout=HTTP_TIMEOUT.connect or 30.0,
+                    sse_read_timeout=HTTP_TIMEOUT.read or 300.0,
+                )
+            )
         else:
             assert resolved.url is not None
             client = await stack.enter_async_context(

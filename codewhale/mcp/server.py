@@ -139,10 +139,13 @@ class McpServer:
                         cwd=self.workspace,
                         errlog=errlog,
                         timeout=self.startup_timeout,
+                        sse=self.spec.sse,
                     ) as connection:
                         self._generation += 1
                         # After a restart, `error` still says what happened before it.
-                        self._session, self.tools = connection.session, connection.tools
+                        self._session = connection.session
+                        hidden = self.spec.disabled_tools
+                        self.tools = [t for t in connection.tools if t.name not in hidden]
                         self._set(ServerState.READY)
                         await _first_of(connection.lost.wait, self._stop.wait)
                         self._session = None

@@ -25,6 +25,12 @@ from codewhale.mcp.project_env import HOW_TO_ALLOW, refusal
 from codewhale.secret_names import secret_name
 
 PROJECT_FILE = ".mcp.json"
+# The keys of a .mcp.json entry read here; others are named in one warning per server.
+PROJECT_KEYS = frozenset({"type", "command", "args", "env", "url", "headers", "disabledTools"})
+HEADERS_HELPER_NOTE = (
+    " (headersHelper runs a command to make headers; put the headers in `headers`, with"
+    " ${VAR} references your config allows, or configure the server in your own config)"
+)
 CONFIG_SOURCE = "config"
 # `${NAME}` or `${NAME:-default}`, as Claude Code expands them in .mcp.json.
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -82,6 +88,10 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     read_only: bool = False
     enabled: bool = True
+    # The older HTTP+SSE transport instead of streamable HTTP (a url server).
+    sse: bool = False
+    # Tools never offered to the model.
+    disabled_tools: frozenset[str] = frozenset()
     # What the user's trust is remembered for (project servers): a changed command, env or
     # header asks again.
     digest: str = ""
@@ -93,8 +103,10 @@ class ServerSpec:
         return self.source != CONFIG_SOURCE
 
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.command is not None else "http"
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.command is not None:
+            return "stdio"
+        return "sse" if self.sse else "http"
 
     def target(self) -> str:
         """The command line or URL as written (variables unexpanded, URL query values hidden)."""
@@ -221,6 +233,8 @@ def _from_config(name: str, server: McpServerConfig) -> ServerSpec:
         headers=dict(server.headers),
         read_only=server.trust == "read_only",
         enabled=server.enabled,
+        sse=server.type == "sse",
+        disabled_tools=frozenset(server.disabled_tools),
     )
 
 
@@ -247,6 +261,12 @@ def project_specs(
             specs.append(_from_project(str(name), entry, path, project_env))
         except SpecError as error:
             warnings.append(f"{path}: server '{name}' is not used: {error}")
+            continue
+        if unused := sorted(set(entry) - PROJECT_KEYS):
+            warnings.append(
+                f"{path}: server '{name}': {', '.join(unused)} not supported here, ignored"
+                + (HEADERS_HELPER_NOTE if "headersHelper" in unused else "")
+            )
     return specs
 
 
@@ -256,17 +276,18 @@ def _from_project(name: str, entry: Any, path: Path, project_env: frozenset[str]
     if not isinstance(entry, dict):
         raise SpecError("expected an object with command or url")
     kind = entry.get("type", "http" if "url" in entry else "stdio")
-    if kind == "sse":
-        raise SpecError("the SSE transport is not supported; use a streamable-HTTP url")
-    if kind not in ("stdio", "http", "streamable-http"):
-        raise SpecError(f"unknown type {kind!r} (use stdio or http)")
+    if kind not in ("stdio", "http", "streamable-http", "sse"):
+        raise SpecError(f"unknown type {kind!r} (use stdio, http or sse)")
     # The project says how to start a server, never how far to trust it: `trust` is the
     # user's own to give, in their config.
     fields = {
         key: entry[key] for key in ("command", "args", "env", "url", "headers") if key in entry
     }
+    # The transport and hidden tools change nothing a server can reach: not in the digest,
+    # so a file trusted before they were read is not asked about again.
+    extra = {"type": kind, "disabled_tools": entry.get("disabledTools", [])}
     try:
-        server = McpServerConfig.model_validate(fields)
+        server = McpServerConfig.model_validate({**fields, **extra})
     except ValidationError as error:
         raise SpecError("; ".join(detail["msg"] for detail in error.errors())) from None
     # Everything the trust prompt shows: the entry as written, env and headers included.

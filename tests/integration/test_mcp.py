@@ -231,3 +231,30 @@ def test_exec_says_up_front_which_server_could_not_start_and_runs_without_it(llm
     assert "broken.log" in warning
     assert tool_results(llm)["echo"] == "still here"
     assert not any(name.startswith("mcp__broken") for name in offered(llm.requests[0].json))
+
+
+def test_a_claude_code_mcp_json_with_sse_disabled_tools_and_unknown_keys(llm, tmp_path):
+    """A real-format .mcp.json entry (issue 29): `type: "sse"` goes through the SDK's
+    HTTP+SSE client, `disabledTools` are never offered, and keys we do not read are
+    named once."""
+    with http_demo_server(sse=True) as url:
+        workspace, _, env = setup_home(tmp_path, "", llm)
+        entry = {
+            "type": "sse",
+            "url": url,
+            "disabledTools": ["write_note"],
+            "headersHelper": "get-headers.sh",
+        }
+        (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"legacy": entry}}))
+        from tests.support.mcp import codewhale
+
+        trusted = codewhale(env, "mcp", "trust", "--all", "-C", str(workspace))
+        assert trusted.returncode == 0, trusted.stderr
+        llm.enqueue(Reply(tool_calls=[call("mcp__legacy__echo", {"text": "over sse"}, "echo")]))
+        llm.respond = lambda body: Reply(text="done")
+        result = run_exec(workspace, env)
+    assert result.returncode == 0, result.stderr
+    assert tool_results(llm)["echo"] == "over sse"
+    tools = offered(llm.requests[0].json)
+    assert "mcp__legacy__echo" in tools and "mcp__legacy__write_note" not in tools
+    assert result.stderr.count("headersHelper not supported here, ignored") == 1

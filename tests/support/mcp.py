@@ -99,15 +99,16 @@ def offered(body) -> dict[str, dict]:
 
 
 @contextmanager
-def http_demo_server(record: Path | None = None) -> Iterator[str]:
-    """The demo server over streamable HTTP on 127.0.0.1, in its own process; its URL.
-    With `record`, each request's URL and headers are appended there as JSON lines."""
+def http_demo_server(record: Path | None = None, *, sse: bool = False) -> Iterator[str]:
+    """The demo server over streamable HTTP (or the older HTTP+SSE transport) on
+    127.0.0.1, in its own process; its URL. With `record`, each request's URL and headers
+    are appended there as JSON lines."""
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "tests.support.mcp_server",
-            "http",
+            "sse" if sse else "http",
             *(["--record", str(record)] if record else []),
         ],
         stdout=subprocess.PIPE,

@@ -114,21 +114,22 @@ def recording_requests(app, path: Path | None):
     return recorded
 
 
-def serve_http(server: FastMCP, record_to: Path | None) -> None:
+def serve_http(server: FastMCP, record_to: Path | None, *, sse: bool = False) -> None:
     import anyio
     import uvicorn
 
     # Bound here, so the port is known before the server starts and no other can take it.
     listener = socket.create_server(("127.0.0.1", 0))
-    print(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", flush=True)
-    app = recording_requests(server.streamable_http_app(), record_to)
+    path, app = ("/sse", server.sse_app()) if sse else ("/mcp", server.streamable_http_app())
+    print(f"http://127.0.0.1:{listener.getsockname()[1]}{path}", flush=True)
+    app = recording_requests(app, record_to)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listener]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "http"])
+    parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "http", "sse"])
     parser.add_argument("--record", type=Path)
     parser.add_argument("--hang", choices=["handshake", "exit"])
     options, _ = parser.parse_known_args()
@@ -136,8 +137,8 @@ def main() -> None:
     sys.stderr.write(f"demo server: starting over {options.transport} in {Path.cwd()}\n")
     sys.stderr.flush()
     server = build_server()
-    if options.transport == "http":
-        serve_http(server, options.record)
+    if options.transport in ("http", "sse"):
+        serve_http(server, options.record, sse=options.transport == "sse")
     else:
         record(options.record, {"argv": sys.argv, "env": dict(os.environ)})
         if options.hang != "handshake":

@@ -97,11 +97,12 @@ def test_mcp_json_in_claude_codes_format(tmp_path):
     )
     warnings: list[str] = []
     specs = {spec.name: spec for spec in project_specs(tmp_path, warnings)}
-    assert set(specs) == {"files", "remote"}
-    # The project cannot vouch for its own server: `trust` there is not read.
+    assert set(specs) == {"files", "remote", "old"}
+    # The project cannot vouch for its own server: `trust` there is not read, and says so.
     assert specs["files"].read_only is False and specs["files"].project
+    assert any("'files': trust not supported here, ignored" in w for w in warnings)
     assert specs["remote"].transport == "http"
-    assert any("'old' is not used: the SSE transport is not supported" in w for w in warnings)
+    assert specs["old"].transport == "sse"
     assert any("'bad.name' may only use letters" in w for w in warnings)
     assert any("'both' is not used: " in w and "either command" in w for w in warnings)
 
