@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
@@ -74,12 +75,19 @@ class LoadedConfig:
         config = self.config
         preset = PRESETS[config.provider]
         network = config.network
+        base_url = config.base_url or preset.base_url
+        model = config.model or preset.default_model
+        # The preset's models are its own endpoint's: a self-hosted server behind the
+        # openai preset has no gpt-4.1-mini, so helper calls (compaction's summaries) use
+        # the session's model there unless fast_model says otherwise.
+        own_endpoint = base_url.rstrip("/") == preset.base_url.rstrip("/")
+        fast_model = config.fast_model or (preset.fast_model if own_endpoint else model)
         return ProviderSettings(
             provider=preset.name,
-            label=preset.label,
-            base_url=config.base_url or preset.base_url,
-            model=config.model or preset.default_model,
-            fast_model=config.fast_model or preset.fast_model,
+            label=endpoint_label(preset.label, preset.base_url, base_url),
+            base_url=base_url,
+            model=model,
+            fast_model=fast_model,
             api_key=config.api_key,
             api_key_source=self.sources.get("api_key") if config.api_key else None,
             headers=dict(config.headers),
@@ -92,6 +100,14 @@ class LoadedConfig:
             retry_deadline_secs=network.retry_deadline_secs,
             offer_tools=config.offline_tools if preset.name == "local" else True,
         )
+
+
+def endpoint_label(preset_label: str, preset_url: str, base_url: str) -> str:
+    """How messages name the endpoint: the preset's name on the preset's own URL, else
+    the host (a self-hosted server behind the openai preset is not "OpenAI")."""
+    if not base_url or base_url.rstrip("/") == preset_url.rstrip("/"):
+        return preset_label
+    return urlsplit(base_url).netloc or base_url
 
 
 def redact_secret(value: str) -> str:

@@ -596,10 +596,7 @@ class ChatClient:
         finally:
             await chunks.aclose()
         if not saw_data:
-            raise EmptyResponseError(
-                f"{self.settings.label} answered HTTP 200 with an empty body; "
-                "no response was produced."
-            )
+            raise EmptyResponseError(self._empty_body_message())
         if not done and assembler.finish_reason is None:
             received = len(assembler.completion().content)
             raise StreamInterruptedError(
@@ -625,26 +622,22 @@ class ChatClient:
         if response.status_code != 200:
             raise error_for_status(response, self.settings)
         if not response.content.strip():
-            raise EmptyResponseError(
-                f"{self.settings.label} answered HTTP 200 with an empty body; "
-                "no response was produced."
-            )
+            raise EmptyResponseError(self._empty_body_message())
         return completion_from_message(_json(response.content))
 
     def _timeout_error(
         self, error: httpx.TimeoutException, response: httpx.Response | None, idle: _IdleLimit
     ) -> ProviderError:
         """`response` is None until its head arrived."""
-        label = self.settings.label
         if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
-            return ProviderConnectionError(f"Timed out connecting to {label} at {self._base_url}.")
+            return ProviderConnectionError(f"Timed out connecting to {self._where()}.")
         if isinstance(error, httpx.WriteTimeout):
             return ProviderConnectionError(
-                f"Timed out sending the request to {label} at {self._base_url} ({error})."
+                f"Timed out sending the request to {self._where()} ({error})."
             )
         if response is None:
             return idle.error(
-                f"{label} at {self._base_url} accepted the connection but sent no response "
+                f"{self._where()} accepted the connection but sent no response "
                 f"headers within {idle.secs:g} s (idle timeout); the request was abandoned."
             )
         return idle.error(self._idle_message(idle))
@@ -665,9 +658,21 @@ class ChatClient:
                 f"The connection to {self.settings.label} broke mid-response: {reason}."
             )
         return ProviderConnectionError(
-            f"Could not reach {self.settings.label} at {self._base_url}: {reason}. "
-            "Check the network and base_url."
+            f"Could not reach {self._where()}: {reason}. Check the network and base_url."
         )
+
+    def _empty_body_message(self) -> str:
+        return (
+            f"{self.settings.label} answered HTTP 200 with an empty body: the server closed "
+            "the stream without data. On a local server (llama.cpp, Ollama) this is most "
+            "often a prompt longer than its context window (n_ctx) or a chat template that "
+            "cannot stream tool calls."
+        )
+
+    def _where(self) -> str:
+        """The endpoint named once: `DeepSeek at https://…`, or a self-hosted one's URL."""
+        label, url = self.settings.label, self._base_url
+        return url if label in url else f"{label} at {url}"
 
 
 async def _completion_of(events: AsyncGenerator[Any, None]) -> Completion:

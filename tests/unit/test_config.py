@@ -404,3 +404,33 @@ def test_the_offline_model_gets_tools_only_when_asked(home, workspace):
     write_user(home, 'provider = "local"\noffline_tools = true\n')
     loaded = load_config(workspace=workspace, env=home)
     assert not loaded.offline_fallback and loaded.provider_settings().offer_tools
+
+
+@pytest.mark.parametrize(
+    ("user", "label", "model", "fast_model"),
+    [
+        # The preset's own endpoint: its name and its fast model.
+        ('provider = "openai"\n', "OpenAI", "gpt-4.1", "gpt-4.1-mini"),
+        # A self-hosted server behind the openai preset: named by its host, and helper
+        # calls (compaction) use the session's model, not the preset's gpt-4.1-mini.
+        (
+            'provider = "openai"\nbase_url = "http://llm.internal:8000/v1"\nmodel = "qwen"\n',
+            "llm.internal:8000",
+            "qwen",
+            "qwen",
+        ),
+        (
+            'provider = "openai"\nbase_url = "http://llm.internal:8000/v1"\n'
+            'model = "qwen"\nfast_model = "qwen-small"\n',
+            "llm.internal:8000",
+            "qwen",
+            "qwen-small",
+        ),
+    ],
+)
+def test_a_custom_endpoint_is_named_by_its_host_and_keeps_to_its_own_models(
+    home, user, label, model, fast_model
+):
+    write_user(home, user)
+    settings = load_config(env=home).provider_settings()
+    assert (settings.label, settings.model, settings.fast_model) == (label, model, fast_model)
