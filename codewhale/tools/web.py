@@ -2,7 +2,9 @@
 
 Addresses on this machine or a private network are refused (unless
 `[network] allow_private = true`), so a prompt-injected page cannot make the
-agent probe the user's LAN or cloud metadata endpoints.
+agent probe the user's LAN or cloud metadata endpoints. The request then goes to the
+address that was checked, not to a second lookup of the name: a DNS answer that
+changes between the two (rebinding) cannot turn an allowed host into a private one.
 """
 
 from __future__ import annotations
@@ -85,13 +87,14 @@ def html_to_text(html: str) -> str:
     return "\n".join(text).strip()
 
 
-async def check_address(url: str, allow_private: bool) -> None:
-    """Refuse non-http(s) URLs and hosts that resolve to non-public addresses."""
+async def check_address(url: str, allow_private: bool) -> str | None:
+    """Refuse non-http(s) URLs and hosts that resolve to non-public addresses; the
+    address checked, to connect to (None: private addresses allowed, none pinned)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ToolError(f"only http:// and https:// URLs can be fetched, not {url!r}")
     if allow_private:
-        return
+        return None
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(
             parts.hostname,
@@ -108,6 +111,34 @@ async def check_address(url: str, allow_private: bool) -> None:
                 "a private, loopback or link-local address. Set [network] allow_private = true "
                 "in the user config to allow it."
             )
+    return str(infos[0][4][0])
+
+
+def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """(URL, headers, request extensions) that reach `url`'s server at `address`: the
+    name stays in the Host header and in TLS (SNI and the certificate check)."""
+    headers = {"User-Agent": "codewhale"}
+    if address is None:
+        return url, headers, {}
+    parts = urlsplit(url)
+    host = f"[{address}]" if ":" in address else address
+    port = f":{parts.port}" if parts.port else ""
+    headers["Host"] = f"{parts.hostname}{port}"
+    target = parts._replace(netloc=f"{host}{port}").geturl()
+    return target, headers, {"sni_hostname": parts.hostname}
+
+
+async def fetch(client: Any, url: str, address: str | None) -> tuple[bytes, Any]:
+    """GET `url` from `address` (see `pinned`): its body, at most MAX_BYTES, and response."""
+    target, headers, extensions = pinned(url, address)
+    async with client.stream("GET", target, headers=headers, extensions=extensions) as response:
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_BYTES:
+                raise ToolError(f"{url} is larger than {MAX_BYTES} bytes; not fetched")
+            chunks.append(chunk)
+        return b"".join(chunks), response
 
 
 class FetchUrl(Tool):
@@ -130,9 +161,9 @@ class FetchUrl(Tool):
         url = arguments["url"].strip()
         async with httpx.AsyncClient(timeout=TIMEOUT_SECS, follow_redirects=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                await check_address(url, context.allow_private_network)
+                address = await check_address(url, context.allow_private_network)
                 try:
-                    body, response = await self._get(client, url)
+                    body, response = await fetch(client, url, address)
                 except httpx.HTTPError as error:
                     raise ToolError(
                         f"fetching {url} failed: {error or type(error).__name__}"
@@ -149,16 +180,6 @@ class FetchUrl(Tool):
         if truncated:
             text = text[:MAX_TEXT_CHARS] + f"\n[… truncated at {MAX_TEXT_CHARS} characters]"
         return ToolResult(f"{header}\n{text}", ok=response.status_code < 400)
-
-    async def _get(self, client: Any, url: str) -> tuple[bytes, Any]:
-        async with client.stream("GET", url, headers={"User-Agent": "codewhale"}) as response:
-            chunks, size = [], 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_BYTES:
-                    raise ToolError(f"{url} is larger than {MAX_BYTES} bytes; not fetched")
-                chunks.append(chunk)
-            return b"".join(chunks), response
 
     def _as_text(self, body: bytes, content_type: str) -> str:
         text = body.decode("utf-8", errors="replace")
