@@ -99,6 +99,8 @@ class LoadedConfig:
             max_retries=network.max_retries,
             retry_deadline_secs=network.retry_deadline_secs,
             offer_tools=config.offline_tools if preset.name == "local" else True,
+            reasoning_effort=config.reasoning_effort if preset.effort_field else None,
+            effort_field=preset.effort_field,
         )
 
 
@@ -144,6 +146,11 @@ def load_config(
     sources = _sources(config, origin)
     if offline:
         sources["provider"] = "default (no API key: offline model)"
+    if config.reasoning_effort and not PRESETS[config.provider].effort_field:
+        warnings.append(
+            f"reasoning_effort is not sent to {PRESETS[config.provider].label}, whose API "
+            "does not take it (pick a reasoning model instead)"
+        )
     return LoadedConfig(
         config=config,
         sources=sources,

@@ -344,6 +344,10 @@ class Config(Section):
     offline_fallback: bool = True
     # Offer tools to the offline model. Off: a 135M model calls tools for everything.
     offline_tools: bool = False
+    # How hard a reasoning model thinks, where the provider takes it (OpenAI's
+    # `reasoning_effort`, OpenRouter's `reasoning.effort`); unset, the model's default.
+    # Top-level, not `[model]`: `model` is already the model's id.
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)

@@ -333,6 +333,9 @@ class ChatClient:
         body["stream"] = stream
         if stream:
             body["stream_options"] = {"include_usage": True}
+        if effort := self.settings.reasoning_effort:
+            field = self.settings.effort_field
+            body[field] = {"effort": effort} if field == "reasoning" else effort
         body.update({key: value for key, value in params.items() if value is not None})
         return body
 

@@ -56,6 +56,10 @@ class ProviderPreset:
     min_idle_timeout_secs: float = 0.0
     # Tokens (prompt + answer) its models take, for a model MODEL_WINDOWS does not know.
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    # How its API takes `reasoning_effort`: as OpenAI's top-level field, as OpenRouter's
+    # `reasoning: {effort}` object, or not at all ("": the model decides, e.g. DeepSeek's
+    # thinking is a choice of model).
+    effort_field: str = "reasoning_effort"
 
 
 PRESETS: dict[str, ProviderPreset] = {
@@ -75,6 +79,7 @@ PRESETS: dict[str, ProviderPreset] = {
                 "deepseek-reasoner",
             ),
             context_window=128_000,
+            effort_field="",
         ),
         ProviderPreset(
             name="openai",
@@ -92,6 +97,7 @@ PRESETS: dict[str, ProviderPreset] = {
             key_env="OPENROUTER_API_KEY",
             default_model="deepseek/deepseek-chat",
             fast_model="deepseek/deepseek-chat",
+            effort_field="reasoning",
         ),
         ProviderPreset(
             name="moonshot",
@@ -101,6 +107,7 @@ PRESETS: dict[str, ProviderPreset] = {
             default_model="kimi-k2-0905-preview",
             fast_model="kimi-k2-turbo-preview",
             context_window=128_000,
+            effort_field="",
         ),
         ProviderPreset(
             name="ollama",
@@ -147,6 +154,7 @@ PRESETS: dict[str, ProviderPreset] = {
             default_model=MODEL_ALIAS,
             fast_model=MODEL_ALIAS,
             needs_key=False,
+            effort_field="",
             # llama-cpp-python answers a streamed request that ends in a tool call with
             # HTTP 200 and an empty body.
             stream_tools=False,

@@ -28,3 +28,6 @@ class ProviderSettings:
     retry_deadline_secs: float = 120.0
     # False for endpoints whose model should see no tools (the offline 135M model).
     offer_tools: bool = True
+    # Sent with every request as the preset's API takes it (see ProviderPreset.effort_field).
+    reasoning_effort: str | None = None
+    effort_field: str = "reasoning_effort"
