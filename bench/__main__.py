@@ -1,5 +1,6 @@
 """Run every benchmark, each in its own process so peak-memory figures stay separate,
-then list every target line they printed (see bench/targets.py) in one place.
+then list every target line they printed (see bench/targets.py) in one place. Exits 1
+when a benchmark fails or any target is NOT met, naming which.
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ def main() -> None:
             failed.append(name)
     print("\n== targets (each measured against its baseline in the same run) ==")
     print("\n".join(targets))
+    missed = [line for line in targets if line.endswith("NOT met")]
+    if missed:
+        print(f"\n{len(missed)} of {len(targets)} targets NOT met:")
+        print("\n".join(f"  {line}" for line in missed))
     if failed:
         print(f"benchmarks that failed: {', '.join(failed)}")
+    if missed or failed:
         sys.exit(1)
 
 

@@ -49,7 +49,7 @@ from bench.targets import target
 RUNS = 21
 APP_RUNS = int(os.environ.get("BENCH_STARTUP_RUNS", "9"))
 COLUMNS, ROWS = 120, 40
-PLACEHOLDER = "Ask CodeWhale… (/ for commands, @ for files, Tab cycles mode)"
+PLACEHOLDER = "Ask CodeWhale… (/ for commands, @ for files, Tab: Plan ↔ Agent)"
 MODEL = "deepseek-v4-pro"  # the status line once the session is open (preset default)
 QUIET_SECS = 1.0  # the screen is settled when its text has not changed for this long
 

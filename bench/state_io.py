@@ -3,14 +3,14 @@
 A workspace with history: the state file holds 200 finished records of an earlier
 session, each with its 128 events, beside the 20 children of this one. The
 children's records receive the events of model steps (text, usage, the answer, a
-tool call started and finished) as fast as the event loop can deliver them
-(yielding between events, as real streams do), so their own event lists fill up
-and churn. Measured in one run, in alternating order, with the state kept on disk
-and with persistence off. The difference is what keeping records on disk costs
-the event loop while events stream; the snapshots of the records as they start
-(before the burst) and as they end (after it) are outside it. Changes are
-coalesced over 200 ms: the short burst mostly measures bookkeeping, the long one
-the writes during the stream too.
+tool call started and finished), yielding between events as real streams do and
+pausing a millisecond every PACE_EVERY events, so even the short burst spans several
+of the 200 ms windows changes are coalesced over: both bursts measure the writes made
+during the stream, not only the bookkeeping. Their own event lists fill up and churn.
+Measured in one run, in alternating order, with the state kept on disk and with
+persistence off. The difference is what keeping records on disk costs while events
+stream, the final write of the burst included (timed to its flush); the snapshot of
+the records as they start (before the burst) is outside it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ BURSTS = (10_000, 50_000)
 CHILDREN = 20
 EARLIER_RECORDS = 200
 ROUNDS = 15
+# A pause of PACE_SECS every PACE_EVERY events: 10,000 events then take over a second.
+PACE_EVERY, PACE_SECS = 20, 0.002
 # One model step of a child, as its engine reports it.
 STEP = (
     events.AssistantDelta(text="Looking at the parser next. "),
@@ -93,10 +95,10 @@ async def burst(persist: bool, workspace: Path, count: int) -> float:
     for n in range(count):
         child = children[n % CHILDREN]
         manager.progress.on_event(child, STEP[n // CHILDREN % len(STEP)])
-        await asyncio.sleep(0)
-    elapsed = time.perf_counter() - started
-    # The trailing write lands off the event loop; wait for it outside the measurement.
+        await asyncio.sleep(PACE_SECS if n % PACE_EVERY == 0 else 0)
+    # The burst's last changes are part of its cost: timed until they are on disk.
     await manager.flush()
+    elapsed = time.perf_counter() - started
     for child in children:
         assert child.engine is not None
         await child.engine.client.aclose()
