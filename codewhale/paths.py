@@ -71,6 +71,17 @@ def agent_definition_dirs(workspace: Path, env: Mapping[str, str] | None = None)
     ]
 
 
+def skill_dirs(workspace: Path, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where skills (`<name>/SKILL.md`) live, strongest first, beside the agent files."""
+    root = Path(workspace).resolve()
+    return [
+        root / ".codewhale" / "skills",
+        root / ".claude" / "skills",
+        user_dirs(env).config_dir / "skills",
+        claude_home(env) / "skills",
+    ]
+
+
 @dataclass(frozen=True)
 class WorkspacePaths:
     """Locations inside one workspace's `.codewhale/` directory."""

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from codewhale.subagents.definition_tools import ToolListError, select_tools
-from codewhale.subagents.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
+from codewhale.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
 from codewhale.subagents.roles import Role, lookup_role
 from codewhale.subagents.worktree import Isolation
 

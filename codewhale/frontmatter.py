@@ -1,4 +1,4 @@
-"""The YAML frontmatter of an agent file, read the way Claude Code files need.
+"""The YAML frontmatter of agent and skill files, read the way Claude Code files need.
 
 Hand-written Claude Code agents often put `<example>` blocks with `Context: …` and
 `user: "…"` inside an unquoted `description:`, which strict YAML refuses ("mapping
@@ -6,7 +6,8 @@ values are not allowed here"). When strict parsing fails, the frontmatter is rea
 again line by line: a line opening with a top-level `key:` starts a field, every
 other line continues the field before it. Only the field names an agent file
 may have start a field, because example dialogue (`user: …`) sits at column 0 too.
-The file then loads with a warning instead of being lost.
+The file then loads with a warning instead of being lost. Shared by agent definitions
+(codewhale/subagents/definitions.py) and skills (codewhale/skills.py).
 """
 
 from __future__ import annotations
