@@ -94,7 +94,7 @@ class OnboardingScreen(ModalScreen[bool]):
                     markup=False,
                 )
             else:
-                yield Static(f"{settings.label} needs an API key", classes="title", markup=False)
+                yield Static(f"{hosted.label} needs an API key", classes="title", markup=False)
             yield Static(
                 f"Paste a {hosted.label} key below to save it in {self.loaded.user_file} "
                 f"(readable only by you), or quit and export {key_env}. To use another "
