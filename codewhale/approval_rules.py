@@ -30,6 +30,8 @@ class RuleKind(StrEnum):
     TOOL = "tool"  # every call of this tool
     # Writes to exactly these protected paths (see protected_paths), ", "-joined.
     PROTECTED_PATHS = "protected_paths"
+    # Every file change (any tool) to this one workspace file: "approve this file".
+    FILE_EDITS = "file_edits"
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class ApprovalRule:
             return False
         if self.kind is RuleKind.TOOL:
             return True
-        if self.kind is RuleKind.PROTECTED_PATHS:
+        if self.kind in (RuleKind.PROTECTED_PATHS, RuleKind.FILE_EDITS):
             # Its paths are the call's resolved targets, not in its arguments: the
             # dispatcher compares the whole rule instead.
             return False
@@ -75,6 +77,8 @@ class ApprovalRule:
             return f"rlm_eval code in RLM session `{self.value}`"
         if self.kind is RuleKind.PROTECTED_PATHS:
             return f"{self.tool} writing exactly {self.value}"
+        if self.kind is RuleKind.FILE_EDITS:
+            return f"every change to {self.value}"
         return (
             f"exec_shell commands starting `{self.value}` (except chained or redirected "
             "ones, and options or scripts that write files or run other programs)"
@@ -98,6 +102,17 @@ def approval_rule(tool: str, arguments: Mapping[str, object]) -> ApprovalRule:
 def protected_write_rule(tool: str, paths: Iterable[str]) -> ApprovalRule:
     """The rule for `tool` writing exactly these protected (workspace-relative) paths."""
     return ApprovalRule(tool, RuleKind.PROTECTED_PATHS, ", ".join(sorted(paths)))
+
+
+def file_edit_rule(path: str) -> ApprovalRule:
+    """The rule "approve all edits to this file" grants (`path` workspace-relative)."""
+    return ApprovalRule("", RuleKind.FILE_EDITS, path)
+
+
+def edits_allowed(rules: set[ApprovalRule], paths: Iterable[str]) -> bool:
+    """Whether "this file" answers cover every file a change writes (none known: no)."""
+    wanted = {file_edit_rule(path) for path in paths}
+    return bool(wanted) and wanted <= rules
 
 
 def is_always_allowed(rules: set[ApprovalRule], tool: str, arguments: Mapping[str, object]) -> bool:

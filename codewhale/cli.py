@@ -7,6 +7,7 @@ them, so `codewhale --version` and `codewhale config ...` start in tens of ms.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +30,13 @@ def _add_override_flags(parser: argparse.ArgumentParser) -> None:
         "--base-url", dest="base_url", default=keep, help="OpenAI-compatible endpoint URL"
     )
     parser.add_argument(
+        "--effort",
+        dest="reasoning_effort",
+        choices=["minimal", "low", "medium", "high"],
+        default=keep,
+        help="how hard a reasoning model thinks, where the provider takes it",
+    )
+    parser.add_argument(
         "-C",
         "--workspace",
         default=keep,
@@ -37,7 +45,8 @@ def _add_override_flags(parser: argparse.ArgumentParser) -> None:
 
 
 # Every subcommand; any other first word is a prompt for the app (checked in build_parser).
-COMMANDS = ("config", "exec", "agents", "sessions", "mcp")
+COMMANDS = ("config", "exec", "agents", "sessions", "mcp", "skills", "completion")
+SHELLS = ("bash", "zsh", "fish")
 PROMPT_EPILOG = (
     'codewhale "fix the failing test" opens the app and sends the task as the first prompt. '
     "A prompt that is also a command name goes after --: codewhale -- exec."
@@ -54,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"codewhale {__version__}")
     _add_override_flags(parser)
     _add_resume_flags(parser)
+    _add_mode_flag(parser)
     # prog: the custom usage above would otherwise prefix every subcommand's usage.
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="codewhale")
 
@@ -80,7 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON Lines: a session record, one event per line, a result record",
     )
     exec_parser.add_argument(
-        "--mode", choices=["plan", "agent", "yolo"], help="plan (read-only), agent (default), yolo"
+        "--mode",
+        choices=["plan", "agent", "yolo"],
+        default=argparse.SUPPRESS,  # else it would undo a `--mode` given before `exec`
+        help="plan (read-only), agent (default), yolo",
     )
     exec_parser.add_argument(
         "--approve",
@@ -105,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents_types = agents_commands.add_parser(
         "types", help="roles and agent definitions, with their source, model, tools and problems"
     )
+    agents_types.add_argument("name", nargs="?", help="only this type, or why it is missing")
     agents_types.add_argument("--json", action="store_true", help="machine-readable output")
     _add_override_flags(agents_types)
     agents_trust = agents_commands.add_parser(
@@ -146,9 +160,28 @@ def build_parser() -> argparse.ArgumentParser:
                 "--all", action="store_true", help="trust every server listed without asking"
             )
         _add_override_flags(trust)
+    skills = commands.add_parser("skills", help="the skills of this workspace and user")
+    skills_commands = skills.add_subparsers(dest="skills_command", metavar="ACTION", required=True)
+    skills_list = skills_commands.add_parser("list", help="each skill: who may run it, where")
+    skills_list.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_override_flags(skills_list)
+    completion = commands.add_parser(
+        "completion", help="print the shell completion script (eval it in your shell's rc file)"
+    )
+    completion.add_argument("shell", choices=SHELLS)
     # A subcommand missing from COMMANDS would be taken for a prompt and never run.
     assert set(commands.choices) == set(COMMANDS), "add the new subcommand to COMMANDS"
     return parser
+
+
+def _add_mode_flag(parser: argparse.ArgumentParser) -> None:
+    """The app's `--mode` (exec has its own, which does not ask)."""
+    parser.add_argument(
+        "--mode",
+        choices=["plan", "agent", "yolo"],
+        default=argparse.SUPPRESS,
+        help="start in plan (read-only), agent (default) or yolo (the app asks to confirm)",
+    )
 
 
 def _add_resume_flags(parser: argparse.ArgumentParser) -> None:
@@ -172,6 +205,7 @@ def build_launch_parser() -> argparse.ArgumentParser:
     )
     _add_override_flags(parser)
     _add_resume_flags(parser)
+    _add_mode_flag(parser)
     parser.add_argument("prompt", metavar="PROMPT", help="the first prompt, in quotes")
     parser.set_defaults(command=None)
     return parser
@@ -187,6 +221,7 @@ def _first_word(argv: list[str]) -> str | None:
     probe = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     _add_override_flags(probe)
     _add_resume_flags(probe)
+    _add_mode_flag(probe)
     probe.add_argument("word", nargs="?")
     try:
         known, _ = probe.parse_known_args(head)
@@ -211,12 +246,16 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (`codewhale completion`)
+        from argcomplete import autocomplete
+
+        autocomplete(build_parser())  # prints them and exits
     args = parse_arguments(list(sys.argv[1:] if argv is None else argv))
     # Resolved once here so every command reads the same values the same way.
     args.workspace_path = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
     args.overrides = {
         key: value
-        for key in ("provider", "model", "base_url")
+        for key in ("provider", "model", "base_url", "reasoning_effort")
         if (value := getattr(args, key, None)) is not None
     }
     seal_environment()
@@ -241,6 +280,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from codewhale.mcp.cli import run_mcp_command
 
         return run_mcp_command(args)
+    if args.command == "skills":
+        from codewhale.skills_cli import run_skills_command
+
+        return run_skills_command(args)
+    if args.command == "completion":
+        from argcomplete import shellcode
+
+        print(shellcode(["codewhale"], shell=args.shell))
+        return 0
+    if os.environ.get("TERM") == "dumb":
+        print(
+            "codewhale: this terminal (TERM=dumb) cannot show the full-screen app; "
+            'run one task with `codewhale exec "task"` instead.',
+            file=sys.stderr,
+        )
+        return 2
     from codewhale.tui.launch import launch_tui
 
     return launch_tui(args)

@@ -211,6 +211,11 @@ class TuiConfig(Section):
     sidebar: bool = True
     theme: str = "textual-dark"
     show_reasoning: bool = True
+    # When a turn or a sub-agent ends after 10 s or more: "bell" rings the terminal bell,
+    # "desktop" asks the terminal for a desktop notification (OSC 9 / OSC 777), "off".
+    notify: Literal["bell", "desktop", "off"] = "bell"
+    # "unfocused": only while the terminal window is not focused; "always": either way.
+    notify_when: Literal["unfocused", "always"] = "unfocused"
 
 
 class SandboxConfig(Section):
@@ -330,6 +335,20 @@ class McpConfig(Section):
         return names
 
 
+class PermissionsConfig(Section):
+    """Lasting allow/ask/deny rules in Claude Code's syntax (docs/PERMISSIONS.md).
+
+    Checked here, but enforced from each file on its own (codewhale.rules): the user's and
+    the project's lists add up rather than one replacing the other, and a project's
+    `allow` is ignored.
+    """
+
+    section: ClassVar[str] = "permissions"
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
 class Config(Section):
     """The whole effective configuration."""
 
@@ -356,6 +375,7 @@ class Config(Section):
     context: ContextConfig = Field(default_factory=ContextConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
 
     @field_validator("provider")
     @classmethod

@@ -105,14 +105,23 @@ async def in_daemon_thread(work: Callable[[], T]) -> T:
     return await asyncio.wrap_future(outcome)
 
 
+# A diff longer than this is cut in the terminal question (the whole is in `--json` output).
+QUESTION_DIFF_LINES = 80
+
+
 def approval_question(request: events.ApprovalRequested) -> str:
     """The call, then the rule "always" would store, then the choice."""
     # The summary comes from the model: no escape sequences reach the terminal.
     rule = clean_text(request.scope) or f"every {clean_text(request.tool)} call"
+    # A file change shows the diff it would make, as the app's dialog does.
+    diff = clean_text(request.preview).splitlines() if request.file_change else []
+    if len(diff) > QUESTION_DIFF_LINES:
+        diff = [*diff[:QUESTION_DIFF_LINES], f"… {len(diff) - QUESTION_DIFF_LINES} more lines"]
     return (
         f"\n{clean_text(request.requester)} wants to run {request.tool}: "
         f"{clean_text(request.summary)}\n"
-        f"[a]lways allows, for this session: {rule}\n"
+        + "".join(f"{line}\n" for line in diff)
+        + f"[a]lways allows, for this session: {rule}\n"
         "Allow? [y]es / [a]lways / [N]o: "
     )
 
@@ -178,6 +187,8 @@ class Printer:
             )
         elif isinstance(event, events.ErrorEvent):
             self.err.write(f"error: {clean_text(event.message)}\n")
+        elif isinstance(event, events.WarningEvent):
+            self.err.write(f"warning: {clean_text(event.message)}\n")
         elif isinstance(event, events.ContextCompacted):
             self.err.write(
                 f"context compacted: {event.summarised} messages summarised, {event.kept} kept "
@@ -291,7 +302,7 @@ async def _run(args: argparse.Namespace, prompt: str, terminal: Terminal | None)
         runtime = open_runtime(
             workspace=args.workspace_path,
             overrides=args.overrides,
-            mode=Mode(args.mode) if args.mode else Mode.AGENT,
+            mode=Mode(getattr(args, "mode", None) or Mode.AGENT),
             emit=handle,
             resume=resume,
             continue_latest=continue_latest,

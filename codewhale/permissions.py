@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 class Mode(StrEnum):
-    """Plan: read-only. Agent: writes auto, shell and network ask. YOLO: everything auto."""
+    """Plan: read-only. Agent: file changes, shell and network ask. YOLO: everything auto."""
 
     PLAN = "plan"
     AGENT = "agent"
@@ -33,10 +33,12 @@ class ModeSwitch:
     """The session's current mode, shared by the parent and every descendant.
 
     Children read it at each tool call, so a switch reaches running children at once.
+    `accept_edits` is Agent mode's "accept edits" posture: file changes run unasked.
     """
 
-    def __init__(self, mode: Mode = Mode.AGENT) -> None:
+    def __init__(self, mode: Mode = Mode.AGENT, *, accept_edits: bool = False) -> None:
         self.current = mode
+        self.accept_edits = accept_edits
 
 
 class ApprovalClass(StrEnum):
@@ -65,11 +67,13 @@ def decide(
     *,
     plan_artifact: bool = False,
     sandboxed_read_only: bool = False,
+    accept_edits: bool = False,
 ) -> Decision:
     """Whether a tool of this class runs, asks first, or is refused in `mode`.
 
     `sandboxed_read_only`: the OS sandbox keeps this call from writing or reaching the
     network (RLM code), so Plan mode asks for it instead of refusing it.
+    `accept_edits`: the user chose to accept file changes unasked for this session.
     """
     if approval is ApprovalClass.AUTO or mode is Mode.YOLO:
         return Decision(Verdict.ALLOW)
@@ -85,7 +89,10 @@ def decide(
             "Describe the change instead, or ask the user to switch to Agent mode.",
         )
     if approval is ApprovalClass.SUGGEST:
-        return Decision(Verdict.ALLOW)
+        # The plan and checklist change no file; every other write is reviewed as a diff.
+        if plan_artifact or accept_edits:
+            return Decision(Verdict.ALLOW)
+        return Decision(Verdict.ASK, "Agent mode asks before changing files.")
     return Decision(Verdict.ASK, "Agent mode asks before running commands or using the network.")
 
 

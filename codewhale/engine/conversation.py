@@ -224,7 +224,8 @@ _USAGE_FIELDS = (
 
 
 def _usage_json(usage: Usage) -> dict[str, int]:
-    return {name: getattr(usage, name) for name in _USAGE_FIELDS}
+    counts = {name: getattr(usage, name) for name in _USAGE_FIELDS}
+    return counts | ({"estimated": True} if usage.estimated else {})
 
 
 def _usage_from_json(data: Any) -> Usage:
@@ -235,5 +236,6 @@ def _usage_from_json(data: Any) -> Usage:
             name: value
             for name in _USAGE_FIELDS
             if isinstance(value := data.get(name), int) and not isinstance(value, bool)
-        }
+        },
+        estimated=data.get("estimated") is True,
     )

@@ -19,6 +19,8 @@ from typing import Any
 from codewhale.approval_rules import (
     ApprovalRule,
     approval_rule,
+    edits_allowed,
+    file_edit_rule,
     is_always_allowed,
     protected_write_rule,
 )
@@ -26,6 +28,9 @@ from codewhale.engine import events
 from codewhale.permissions import ApprovalClass, Verdict, decide, relative_to_workspace
 from codewhale.protected_paths import protection
 from codewhale.providers.types import ToolCall
+from codewhale.rules.rule import Effect
+from codewhale.rules.ruleset import RuleVerdict, ruled_decision
+from codewhale.rules.sources import RuleFileError
 from codewhale.sanitize import clean_text
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult, check_arguments
 from codewhale.tools.registry import ToolRegistry
@@ -155,12 +160,18 @@ class ToolDispatcher:
         )
         if refusal is not None:
             raise ToolError(refusal)
-        decision = decide(
+        # Permission rules next: a deny holds in every mode, YOLO included.
+        ruled = self._rule_verdict(tool, arguments)
+        if ruled is not None and ruled.effect is Effect.DENY:
+            raise ToolError(ruled.refusal(tool.name))
+        mode_decision = decide(
             tool.approval,
             self.context.mode,
             plan_artifact=tool.plan_artifact,
             sandboxed_read_only=tool.sandboxed_read_only(),
+            accept_edits=self.context.modes.accept_edits,
         )
+        decision = ruled_decision(mode_decision, ruled)
         if decision.verdict is Verdict.DENY:
             raise ToolError(decision.reason)
         protected = self._protected(tool, arguments)
@@ -170,11 +181,42 @@ class ToolDispatcher:
             if rule not in self.context.always_allowed:
                 reason = "; ".join(protected.values())
                 await self._ask(tool, arguments, call.arguments, rule, reason=reason)
+        elif (
+            decision.verdict is Verdict.ASK
+            and tool.approval is ApprovalClass.SUGGEST
+            and (ruled is None or ruled.effect is not Effect.ASK)
+        ):
+            # A file change the mode asks about (an ask rule asks every time, without the
+            # edit answers): reviewed as a diff unless "this file" answers cover it all.
+            files = self._written(tool, arguments)
+            if not edits_allowed(self.context.always_allowed, files) and not is_always_allowed(
+                self.context.always_allowed, tool.name, arguments
+            ):
+                rule = approval_rule(tool.name, arguments)
+                await self._ask(tool, arguments, call.arguments, rule, files=files)
         elif decision.verdict is Verdict.ASK and not is_always_allowed(
             self.context.always_allowed, tool.name, arguments
         ):
             await self._ask(tool, arguments, call.arguments, approval_rule(tool.name, arguments))
         return await self._run_limited(tool, arguments)
+
+    def _rule_verdict(self, tool: Tool, arguments: dict[str, Any]) -> RuleVerdict | None:
+        """What the session's permission rules say of this call, its paths resolved."""
+        context = self.context
+        if not context.rules.cover(tool.name):
+            return None  # the usual case: no paths to work out
+        return context.rules.verdict(
+            tool.name,
+            arguments,
+            reads=tool.read_paths(arguments, context),
+            writes=tool.written_paths(arguments, context),
+        )
+
+    def _written(self, tool: Tool, arguments: dict[str, Any]) -> tuple[str, ...]:
+        """The workspace files a file change would write, workspace-relative."""
+        workspace = self.context.workspace
+        paths = tool.written_paths(arguments, self.context)
+        return tuple(sorted({relative_to_workspace(workspace, path) for path in paths}))
 
     def _protected(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str]:
         """The protected files this call would write (workspace-relative), each with why."""
@@ -205,10 +247,13 @@ class ToolDispatcher:
         rule: ApprovalRule,
         *,
         reason: str = "",
+        files: tuple[str, ...] | None = None,
     ) -> None:
         """Ask the user, showing the rule "always" would grant; `reason` says why when the
-        mode alone would not have asked."""
+        mode alone would not have asked; `files` is given for a file change (the files
+        it writes), which the edit answers may cover."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        said: list[str] = []  # filled by the answer that carries a message to the model
         request_id = f"approval_{next(_request_ids)}"
         tool_name, summary = tool.name, tool.summary(arguments)
         question = tool.approval_text(arguments) + (f" ({reason})" if reason else "")
@@ -221,18 +266,48 @@ class ToolDispatcher:
                 requester=self.requester,
                 scope=rule.describe(),
                 preview=await self._change_preview(tool, arguments),
+                file_change=files is not None,
+                files=files or (),
                 _future=future,
+                _message=said,
             )
         )
         decision = await future
-        self.emit(events.ApprovalResolved(request_id=request_id, tool=tool_name, decision=decision))
+        message = clean_text(said[0]).strip() if said else ""
+        self.emit(
+            events.ApprovalResolved(
+                request_id=request_id, tool=tool_name, decision=decision, message=message
+            )
+        )
         if decision == "approve_always":
             self.context.always_allowed.add(rule)
+        elif decision == "approve_project":
+            self.context.always_allowed.add(rule)
+            self._remember_in_project(rule)
+        elif decision == "approve_file":
+            self.context.always_allowed.update(file_edit_rule(path) for path in files or ())
+        elif decision == "accept_edits":
+            if files is not None:
+                # On the shared switch: the parent and every running child stop asking.
+                self.context.modes.accept_edits = True
         elif decision != "approve":
+            if message:
+                raise ToolError(
+                    f"the user denied this {tool_name} call ({summary}) and said: {message}"
+                )
             raise ToolError(
                 f"the user denied this {tool_name} call ({summary}). Do not retry it; "
                 "continue another way or ask the user."
             )
+
+    def _remember_in_project(self, rule: ApprovalRule) -> None:
+        """Keep an "always in this project" answer in `.claude/settings.local.json`; if the
+        file cannot take it, the answer still holds for this session, and the user is told."""
+        try:
+            self.context.rules.remember_in_project(rule)
+        except (RuleFileError, OSError) as error:
+            said = f"the rule was not saved for this project: {error}"
+            self.emit(events.ErrorEvent(message=said))
 
     async def _change_preview(self, tool: Tool, arguments: dict[str, Any]) -> str:
         """The diff the user approves, worked out before anything is written."""

@@ -90,12 +90,26 @@ class ApprovalRequested(Event):
     # What the call would change, worked out without writing: a unified diff for the file
     # tools, or why the dry run failed. Empty for tools that change no files.
     preview: str = ""
+    # A file change (Agent mode's edit review): the "this file" and "accept edits" answers
+    # apply. `files`: the workspace files it would write, which "this file" covers.
+    file_change: bool = False
+    files: tuple[str, ...] = ()
     _future: asyncio.Future[str] | None = field(default=None, compare=False, repr=False)
+    # The user's words to the model with a denial, filled in by `resolve`.
+    _message: list[str] = field(default_factory=list, compare=False, repr=False)
 
-    def resolve(self, decision: str) -> None:
-        """decision: 'approve', 'approve_always' or 'deny'."""
+    def resolve(self, decision: str, message: str = "") -> None:
+        """decision: a value listed in docs/EVENTS.md ('approve', 'deny', …); `message`
+        goes to the model with a 'deny'."""
         if self._future is not None and not self._future.done():
+            if message:
+                self._message.append(message)
             self._future.set_result(decision)
+
+    @property
+    def message(self) -> str:
+        """What the user said to the model with the answer ('' if nothing)."""
+        return self._message[0] if self._message else ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +118,8 @@ class ApprovalResolved(Event):
     request_id: str
     tool: str
     decision: str
+    # What the user told the model with a 'deny' ('' if nothing).
+    message: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +163,8 @@ class UsageEvent(Event):
     output: int
     cache_hit: int
     cache_miss: int
+    # The server sent no counts: these were worked out from the request and answer sizes.
+    estimated: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,4 +179,12 @@ class TurnComplete(Event):
 @dataclass(frozen=True, kw_only=True)
 class ErrorEvent(Event):
     type: ClassVar[str] = "error"
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarningEvent(Event):
+    """Something the user should know that stops nothing (said once per conversation)."""
+
+    type: ClassVar[str] = "warning"
     message: str

@@ -22,9 +22,11 @@ from codewhale.engine.compaction import (
     CompactionPolicy,
     Compactor,
     NothingToCompact,
+    tokens_for,
 )
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.dispatch import ToolDispatcher
+from codewhale.engine.written_tool_calls import IGNORED_TOOLS_WARNING, writes_a_tool_call
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError, RequestTimeoutError
 from codewhale.providers.pricing import cost_usd
@@ -105,6 +107,8 @@ class Engine:
     _queued: deque[str] = field(default_factory=deque)
     _turn_state: _TurnState | None = None
     _task: asyncio.Task[Any] | None = None
+    # Said once: the server seems to drop the tools (engine/written_tool_calls.py).
+    _told_tools_ignored: bool = False
 
     def __post_init__(self) -> None:
         self.dispatcher = ToolDispatcher(
@@ -143,6 +147,11 @@ class Engine:
     @property
     def running(self) -> bool:
         return self._task is not None
+
+    def streamed_text(self) -> str:
+        """The answer the model request under way has streamed so far; "" between requests."""
+        state = self._turn_state
+        return state.partial_text() if state is not None and state.streaming else ""
 
     def steer(self, text: str) -> None:
         """Add a user message to the running turn at its next safe point."""
@@ -327,6 +336,7 @@ class Engine:
             model=self.model,
             idle_timeout_secs=self.request_timeout_secs,
         )
+        state.streaming = True
         try:
             async with aclosing(stream):
                 async for event in stream:
@@ -351,25 +361,47 @@ class Engine:
                     )
                 )
             raise
+        finally:
+            state.streaming = False
         raise ProviderError("the stream ended without a completion")  # pragma: no cover
 
     def _finished(self, completion: Completion, state: _TurnState) -> Completion:
         if completion.usage is not None:
             # The answer is appended next: the count covers it too.
             self.compactor.observe(self.conversation, completion.usage, len(self.messages) + 1)
-            self._spent(completion.usage, self.model or "", state)
+            self._spent(completion.usage, self.model or "", state, reported=completion.cost)
+        else:
+            # Some local servers send no usage: counted from the sizes, and said to be.
+            self._spent(self._estimated_usage(completion), self.model or "", state)
+        if self._schemas and not completion.tool_calls and not self._told_tools_ignored:
+            offered = (schema["function"]["name"] for schema in self._schemas)
+            if writes_a_tool_call(completion.content, offered):
+                self._told_tools_ignored = True
+                self._emit(events.WarningEvent(message=IGNORED_TOOLS_WARNING))
         return completion
 
-    def _spent(self, usage: Usage, model: str, state: _TurnState | None) -> None:
+    def _estimated_usage(self, completion: Completion) -> Usage:
+        """The request's tokens as compaction estimates them, the answer's the same way."""
+        prompt = self.compactor.size(self.conversation, self._schemas)
+        answer = completion.content + completion.reasoning
+        answer += "".join(call.arguments for call in completion.tool_calls)
+        produced = max(1, tokens_for(len(answer.encode("utf-8"))))
+        return Usage(input_tokens=prompt, output_tokens=produced, estimated=True)
+
+    def _spent(
+        self, usage: Usage, model: str, state: _TurnState | None, reported: float | None = None
+    ) -> None:
         if state is not None:
             state.usage += usage
-        self.meter.add_own(usage, cost_usd(self.client.settings.provider, model, usage))
+        provider = self.client.settings.provider
+        self.meter.add_own(usage, cost_usd(provider, model, usage, reported=reported))
         self._emit(
             events.UsageEvent(
                 input=usage.input_tokens,
                 output=usage.output_tokens,
                 cache_hit=usage.cache_hit_tokens,
                 cache_miss=usage.cache_miss_tokens,
+                estimated=usage.estimated,
             )
         )
 
@@ -444,6 +476,8 @@ class _TurnState:
     # += is copied whole per delta (CPython appends in place only to a local with one
     # reference), which made a long answer quadratic. Joined only when read.
     deltas: list[str] = field(default_factory=list)
+    # A request is streaming `deltas`; once its answer is in the messages they are not news.
+    streaming: bool = False
     pending_calls: list[Any] = field(default_factory=list)
 
     def partial_text(self) -> str:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-from codewhale.engine.instructions import project_instructions
+from codewhale.engine.instructions import load_instructions
 from codewhale.gitrun import GitError, run_git
 from codewhale.permissions import Mode
 
@@ -16,8 +16,8 @@ MAX_MEMORY_CHARS = 8_000
 _MODE_TEXT = {
     Mode.PLAN: "Plan mode: read-only. You may read and search, and write plan artifacts "
     "(update_plan, checklist_write). You cannot edit files or run commands; propose changes.",
-    Mode.AGENT: "Agent mode: file edits apply directly; shell commands and network access "
-    "ask the user first.",
+    Mode.AGENT: "Agent mode: file edits, shell commands and network access ask the user "
+    "first; the user sees each edit as a diff and may deny it with a reason.",
     Mode.YOLO: "YOLO mode: every tool runs without asking. Be careful with destructive commands.",
 }
 
@@ -43,7 +43,9 @@ def build_system_prompt(
     memory_file: Path | None = None,
     today: str | None = None,
     tools: bool = True,
+    warnings: list[str] | None = None,
 ) -> str:
+    """The session's system prompt; what the user should hear about it goes to `warnings`."""
     if not tools:
         # A model offered no tools (the offline one) gets a short prompt that says so:
         # instructions about tools would only invite it to pretend, and its context
@@ -51,8 +53,11 @@ def build_system_prompt(
         date = today or datetime.now(UTC).strftime("%Y-%m-%d")
         return f"{base_instructions('offline_chat').strip()}\n\nToday is {date}.\n"
     sections = [base_instructions().strip()]
-    if instructions := project_instructions(workspace):
-        sections.append(instructions)
+    instructions = load_instructions(workspace)
+    if warnings is not None:
+        warnings.extend(instructions.warnings)
+    if instructions.text:
+        sections.append(instructions.text)
     if memory_file is not None and memory_file.is_file():
         memory = memory_file.read_text(encoding="utf-8", errors="replace")[-MAX_MEMORY_CHARS:]
         if memory.strip():

@@ -63,6 +63,15 @@ _DEEPSEEK_V4_PRO = ModelPrice(
     off_peak=ModelPrice(input_cache_hit=0.022, input_cache_miss=0.66, output=1.98),
 )
 
+# Not priced, checked 2026-11 (their cost shows as unknown, never guessed):
+# - openai: the preset's models (gpt-4.1, gpt-4.1-mini) are no longer on OpenAI's own
+#   page (https://developers.openai.com/api/docs/pricing), and the copies of it found
+#   disagree (gpt-4.1 at $2.00 or $1.00 per 1M input), so no figure could be confirmed.
+# - moonshot: the preset's kimi-k2-0905-preview and kimi-k2-turbo-preview were retired
+#   on 2026-05-25 (https://www.chatbase.co/blog/kimi-k2-api), and Moonshot's own page
+#   (https://platform.kimi.ai/docs/pricing/chat) could not be read to confirm a price.
+# - openrouter: it sends each response's price itself (`usage.cost`, which `cost_usd`
+#   takes as `reported`): https://openrouter.ai/docs/use-cases/usage-accounting.
 PRICES: dict[tuple[str, str], ModelPrice] = {
     ("deepseek", "deepseek-flash"): _DEEPSEEK_FLASH,
     ("deepseek", "deepseek-v4-flash"): _DEEPSEEK_FLASH,
@@ -86,9 +95,17 @@ def price_for(provider: str, model: str) -> ModelPrice | None:
 
 
 def cost_usd(
-    provider: str, model: str, usage: Usage, *, at: datetime | None = None
+    provider: str,
+    model: str,
+    usage: Usage,
+    *,
+    at: datetime | None = None,
+    reported: float | None = None,
 ) -> float | None:
     """The cost of one response's `usage`, or None when the model has no known price.
+
+    `reported` is the provider's own figure for the response (OpenRouter's `usage.cost`):
+    it is what was billed, so it wins over any table.
 
     `at` is when the request ran (default: now; a naive datetime is taken as UTC); it
     only matters for providers with peak hours, so price each response as it arrives
@@ -98,6 +115,8 @@ def cost_usd(
     did not assign to either (hit + miss < input) is priced as a cache miss. Reasoning
     tokens are already part of `output_tokens` and are not charged twice.
     """
+    if reported is not None:
+        return reported
     name = provider.strip().lower()
     if name in FREE_PROVIDERS:
         return 0.0

@@ -22,6 +22,7 @@ from codewhale.providers.types import (
     ToolCall,
     ToolCallDelta,
     Usage,
+    reported_cost,
 )
 
 
@@ -106,6 +107,7 @@ class StreamAssembler:
         self._calls: dict[int, _PartialToolCall] = {}
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        self.cost: float | None = None
         self.model = ""
 
     def feed(self, chunk: Any) -> Iterator[StreamEvent]:
@@ -123,6 +125,7 @@ class StreamAssembler:
             self.model = chunk["model"]
         if isinstance(chunk.get("usage"), Mapping):
             self.usage = Usage.from_wire(chunk["usage"])
+            self.cost = reported_cost(chunk["usage"])
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                 continue
@@ -200,6 +203,7 @@ class StreamAssembler:
             finish_reason=finish_reason or self.finish_reason or "",
             usage=self.usage,
             model=self.model,
+            cost=self.cost,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -9,13 +10,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts reported by the provider (never estimated)."""
+    """Token counts reported by the provider; `estimated` when a server sent none (some
+    local servers) and they were worked out from the bytes instead."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_hit_tokens: int = 0
     cache_miss_tokens: int = 0
     reasoning_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -37,6 +40,7 @@ class Usage:
             cache_hit_tokens=self.cache_hit_tokens + other.cache_hit_tokens,
             cache_miss_tokens=self.cache_miss_tokens + other.cache_miss_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            estimated=self.estimated or other.estimated,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -46,6 +50,7 @@ class Usage:
             cache_hit_tokens=self.cache_hit_tokens - other.cache_hit_tokens,
             cache_miss_tokens=self.cache_miss_tokens - other.cache_miss_tokens,
             reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
+            estimated=self.estimated,
         )
 
     @classmethod
@@ -71,6 +76,19 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def reported_cost(usage: Mapping[str, Any]) -> float | None:
+    """What the provider says the response cost, in USD, or None when it does not say.
+
+    OpenRouter sends `usage.cost` in credits, and one credit is one US dollar
+    (https://openrouter.ai/docs/use-cases/usage-accounting, read 2026-11). A value that
+    is not a finite, non-negative number is no figure at all.
+    """
+    cost = usage.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return None
+    return float(cost) if math.isfinite(cost) and cost >= 0 else None
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One complete tool call; `arguments` is the raw JSON text the model wrote."""
@@ -91,6 +109,8 @@ class Completion:
     finish_reason: str
     usage: Usage | None
     model: str
+    # The provider's own figure for this response, in USD (OpenRouter's `usage.cost`).
+    cost: float | None = None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from codewhale.permissions import ApprovalClass
@@ -55,6 +56,10 @@ class RlmOpen(_RlmTool):
             "session_object": {"type": "string"},
         },
     }
+
+    def read_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        path = arguments.get("file_path")
+        return [context.path(path)] if path is not None else []
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         given = [key for key in SOURCES if arguments.get(key) is not None]

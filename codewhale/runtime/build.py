@@ -32,17 +32,23 @@ from codewhale.providers.pricing import cost_usd
 from codewhale.providers.settings import ProviderSettings
 from codewhale.rlm.sessions import RlmManager
 from codewhale.rlm.tools import rlm_tools
+from codewhale.rules.ruleset import PermissionRules
+from codewhale.rules.sources import rule_files, trust_store
 from codewhale.runtime.redactor import session_redactor
 from codewhale.runtime.runtime import Runtime
 from codewhale.sandbox import describe, sandbox_status
 from codewhale.sessions.store import LoadedSession, SessionError, SessionInfo, SessionStore
+from codewhale.skills import load_skills
 from codewhale.subagents.child import Opener
+from codewhale.subagents.definition_problems import missing_skills, startup_notices
 from codewhale.subagents.definition_trust import load_workspace_definitions
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.tools import agent_tools
 from codewhale.tools.base import ToolContext
 from codewhale.tools.registry import default_tools
+from codewhale.tools.session_changes import SessionChanges
+from codewhale.tools.skill import skill_tools
 
 # How deep the session's own children may nest (spec §2: max_depth 0..3).
 ROOT_DEPTH = 3
@@ -130,10 +136,13 @@ def open_runtime(
         memory_enabled=loaded.config.memory.enabled,
         allow_private_network=loaded.config.network.allow_private,
         redactor=session_redactor(loaded, workspace, os.environ),
+        rules=_permission_rules(loaded, workspace, dirs.state_dir),
+        changes=SessionChanges(),
     )
+    warnings += context.rules.loaded.warnings
     if not messages:
         prompt = build_system_prompt(
-            workspace, mode, memory_file=memory, tools=settings.offer_tools
+            workspace, mode, memory_file=memory, tools=settings.offer_tools, warnings=warnings
         )
         messages.append({"role": "system", "content": prompt})
     # A resumed session's message sizes come with it: the first estimate encodes none.
@@ -141,7 +150,9 @@ def open_runtime(
     # A resumed session counts on from the totals it had (spent money stays spent).
     meter = UsageMeter.from_json(previous.meter) if previous is not None else UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
-    builtin_tools = default_tools(sandbox)
+    skills = load_skills(workspace)
+    warnings += skills.warnings
+    builtin_tools = [*default_tools(sandbox), *skill_tools(skills)]
     # No server starts here (this may run in a thread, before the app's first frame):
     # the front end starts them, or the first model request does.
     mcp = McpHub.from_config(loaded.config.mcp, workspace, dirs)
@@ -149,7 +160,8 @@ def open_runtime(
     definitions = load_workspace_definitions(
         workspace, served_tools((tool.name for tool in builtin_tools), mcp.server_names())
     )
-    warnings += definitions.warnings()
+    warnings += startup_notices(definitions)
+    warnings += missing_skills(definitions, skills)
 
     def memory_text() -> str | None:
         if memory is None or not memory.is_file():
@@ -168,12 +180,13 @@ def open_runtime(
         session_id=info.id,
         # A child gets the MCP tools of the servers up when it is made; its authority
         # decides which of them it is offered and may call.
-        tools_factory=lambda: [*default_tools(sandbox), *mcp.tools()],
+        tools_factory=lambda: [*default_tools(sandbox), *skill_tools(skills), *mcp.tools()],
         agent_tools_factory=agent_tools,
         emit=emit,
         memory_text=memory_text,
         compaction=compaction,
         mcp_servers=mcp.server_names(),
+        skills=skills,
     )
     if manager.state_error:
         warnings.append(manager.state_error)
@@ -233,7 +246,14 @@ def open_runtime(
         warnings=warnings,
         local_server=local_server,
         resumed=previous is not None,
+        skills=skills,
     )
+
+
+def _permission_rules(loaded: LoadedConfig, workspace: Path, state_dir: Path) -> PermissionRules:
+    """The allow/ask/deny rules of the user's and the project's config and Claude settings."""
+    files = rule_files(workspace, loaded.user_file, loaded.project_file, os.environ)
+    return PermissionRules.load(workspace, files, trust_store(state_dir))
 
 
 def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | None:

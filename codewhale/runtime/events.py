@@ -22,6 +22,7 @@ from codewhale.engine.events import (
     UsageEvent,
     WaitEnded,
     WaitStarted,
+    WarningEvent,
 )
 from codewhale.subagents.events import (
     AgentEvent,
@@ -82,4 +83,5 @@ __all__ = [
     "UsageEvent",
     "WaitEnded",
     "WaitStarted",
+    "WarningEvent",
 ]

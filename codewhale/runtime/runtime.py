@@ -7,6 +7,7 @@ than in each front end.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +25,21 @@ from codewhale.providers.local_server import LocalServer
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
+from codewhale.rules.ruleset import PermissionRules
 from codewhale.runtime.events import StorageError
+from codewhale.runtime.relay import RelayError, earlier_handoff, save_handoff
+from codewhale.runtime.slash_prompts import relay_prompt
+from codewhale.runtime.spending import AgentSpending, spending_of
 from codewhale.sessions.store import SessionInfo
 from codewhale.sessions.writer import SaveFailure, SessionWriter
+from codewhale.skills import SkillSet
+from codewhale.subagents.card import transcript_lines
 from codewhale.subagents.catalog import TypeEntry
 from codewhale.subagents.definition_trust import pick_held, trust_held
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
 from codewhale.subagents.spawn import SpawnError, validate_model
+from codewhale.tools.session_changes import FileChange, compare
 
 
 class RuntimeRequestError(ValueError):
@@ -52,6 +60,8 @@ class Runtime:
     local_server: LocalServer | None = None
     # Whether it goes on with an earlier session's conversation (--continue, --resume).
     resumed: bool = False
+    # The skills found for this workspace (`/skills`, `/<name>`, the `skill` tool).
+    skills: SkillSet = field(default_factory=SkillSet)
     _closed: bool = False
     # The totals this process started from (a resumed session's earlier spending).
     _opened_with: dict[str, Any] = field(default_factory=dict)
@@ -141,6 +151,10 @@ class Runtime:
     def agents(self) -> tuple[AgentSnapshot, ...]:
         return self.manager.snapshot()
 
+    def agent_spending(self) -> list[AgentSpending]:
+        """Tokens and cost of each child (its own children included), in delegation order."""
+        return spending_of(self.manager.roster)
+
     def agent_types(self) -> list[TypeEntry]:
         """Roles and agent definitions as `codewhale agents types` lists them."""
         return self.manager.catalog.entries()
@@ -186,11 +200,23 @@ class Runtime:
         """Switch the session's mode; every running child sees it at its next tool call."""
         self.engine.context.modes.current = mode
 
+    @property
+    def accept_edits(self) -> bool:
+        """Agent mode's "accept edits" posture: file changes run without asking."""
+        return self.engine.context.modes.accept_edits
+
+    def set_accept_edits(self, on: bool) -> None:
+        """Turn the posture on or off for the whole tree, running children included."""
+        self.engine.context.modes.accept_edits = on
+
     def set_model(self, model: str) -> None:
         try:
             validate_model(model, self.settings)
         except SpawnError as error:
-            raise RuntimeRequestError(str(error)) from None
+            raise RuntimeRequestError(
+                f"{error}. To use another model, set provider = custom and base_url (or "
+                "--base-url) to an endpoint that serves it."
+            ) from None
         self.engine.model = model
 
     def clear(self) -> None:
@@ -223,6 +249,22 @@ class Runtime:
             raise RuntimeRequestError(str(error)) from None
         return result.output
 
+    async def changes(self) -> list[FileChange]:
+        """The files this session changed (the parent, and children writing in its work
+        tree or applied into it), each with who changed it and its diff; read off the loop."""
+        ledger = self.engine.context.changes
+        if ledger is None:
+            return []
+        return await asyncio.to_thread(compare, self.workspace, ledger.touched(self._author_name))
+
+    def _author_name(self, author: str) -> str:
+        """A context's session id as /diff names it: "parent", or the child's nickname."""
+        if not author.startswith("agent:"):
+            return "parent"
+        agent_id = author.removeprefix("agent:")
+        snapshot = self.manager.snapshot_of(agent_id)
+        return snapshot.nickname if snapshot is not None else agent_id
+
     def memory(self) -> tuple[bool, Path | None]:
         """Whether memory is on, and the file the model sees."""
         context = self.engine.context
@@ -245,11 +287,38 @@ class Runtime:
             ]
         )
 
+    def relay_request(self, focus: str) -> str:
+        """The prompt of a /relay: the model answers with the hand-off document."""
+        snapshot = self.relay_snapshot(focus)
+        return relay_prompt(focus, snapshot, earlier_handoff(self.workspace))
+
+    def save_relay(self, result: TurnResult) -> Path:
+        """Save a /relay turn's answer as the hand-off file; says why not if it cannot."""
+        if result.status != "completed":
+            why = f": {result.error}" if result.error else ""
+            raise RuntimeRequestError(
+                f"the hand-off was not written: the turn ended {result.status}{why}"
+            )
+        try:
+            return save_handoff(self.workspace, result.final_text)
+        except RelayError as error:
+            raise RuntimeRequestError(f"the hand-off was not written: {error}") from None
+
     # -- children --------------------------------------------------------------------------
 
     async def agent(self, reference: str) -> dict[str, Any]:
         """One child's projection, by id, name or nickname."""
         return await self._manager_call(self.manager.evaluate({"agent_id": reference}))
+
+    def agent_record(self, reference: str) -> dict[str, Any]:
+        """One child's record (as `codewhale agents show` reads it), by id, name or nickname."""
+        try:
+            child = self.manager.find(reference)
+        except SpawnError as error:
+            raise RuntimeRequestError(str(error)) from None
+        data = child.record.to_json()
+        data["transcript_lines"] = transcript_lines(self.transcript_path(child.agent_id))
+        return data
 
     async def continue_agent(self, reference: str) -> dict[str, Any]:
         """Run an interrupted child on from its checkpoint (this run's or an earlier one's)."""
@@ -299,6 +368,16 @@ class Runtime:
         """Start the trusted MCP servers in the background and wait for them; returns one
         line per server that is not usable (why, and its log)."""
         return await self.mcp.ready()
+
+    @property
+    def permission_rules(self) -> PermissionRules:
+        """The session's allow/ask/deny rules, shared with every child (/permissions)."""
+        return self.engine.context.rules
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The names of the tools this session has now (MCP servers' included)."""
+        return frozenset(self.engine.tools.names())
 
     def trust_mcp(self, names: list[str] | None = None) -> list[str]:
         """Trust this project's .mcp.json servers (all untrusted ones when None), for this

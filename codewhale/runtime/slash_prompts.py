@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from codewhale.skills import Skill
+
 
 class SlashUsageError(ValueError):
     """Arguments a slash command cannot use; the message says how to call it."""
@@ -35,14 +37,33 @@ def agent_prompt(request: AgentRequest) -> str:
     )
 
 
-def relay_prompt(focus: str, snapshot: str) -> str:
+def skill_prompt(skill: Skill, arguments: str) -> str:
+    """What `/<skill>` sends: the skill's instructions with the user's arguments, where the
+    skill asks for them (`$ARGUMENTS`, as Claude Code fills it) or after them."""
+    text = skill.instructions
+    if "$ARGUMENTS" in text:
+        text = text.replace("$ARGUMENTS", arguments.strip())
+    elif arguments.strip():
+        text += f"\n\nARGUMENTS: {arguments.strip()}"
+    return f"Follow the skill '{skill.name}' (from {skill.file}), run by the user:\n\n{text}"
+
+
+def relay_prompt(focus: str, snapshot: str, earlier: str = "") -> str:
+    """`earlier`: the hand-off file as it is now, which the new one updates."""
     focus_line = f"Focus of the hand-off: {focus}\n\n" if focus.strip() else ""
+    earlier_part = (
+        f"\n\nThe hand-off file as it is now (update it; keep what still holds):\n{earlier}"
+        if earlier.strip()
+        else ""
+    )
     return (
-        "Write or update `.codewhale/handoff.md` so another session can pick up this work "
-        "without asking questions. Title it `# Session relay` and use the sections Goal, "
-        "Current work, Files and state, Decisions, Verification, Next action. Keep it under "
-        "about 900 words, concrete (paths, commands, results), and true to what happened.\n\n"
-        f"{focus_line}Session snapshot:\n{snapshot}"
+        "Write the hand-off for `.codewhale/handoff.md` so another session can pick up this "
+        "work without asking questions. Reply with the document itself, in Markdown, as your "
+        "whole answer: CodeWhale saves your answer to that file, so do not write it with a "
+        "tool. Title it `# Session relay` and use the sections Goal, Current work, Files and "
+        "state, Decisions, Verification, Next action. Keep it under about 900 words, "
+        "concrete (paths, commands, results), and true to what happened.\n\n"
+        f"{focus_line}Session snapshot:\n{snapshot}{earlier_part}"
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import Engine
 from codewhale.providers.client import ChatClient
+from codewhale.skills import SkillSet
 from codewhale.subagents import launch
 from codewhale.subagents.child import Child, Opener
 from codewhale.subagents.definitions import DefinitionSet
@@ -28,6 +29,7 @@ from codewhale.subagents.roster import Roster
 from codewhale.subagents.spawn import SpawnRequest
 from codewhale.subagents.state.owners import this_process
 from codewhale.subagents.store import SubagentStore
+from codewhale.subagents.worktree import in_a_worktree
 from codewhale.tools.base import Tool, ToolContext
 from codewhale.tools.registry import ToolRegistry
 from codewhale.work_state import WorkState
@@ -55,6 +57,8 @@ class ChildBuilder:
     branch: str | None
     # The session's [context] settings; each child's window follows its own model.
     compaction: CompactionPolicy
+    # The session's skills, for the ones an agent definition preloads.
+    skills: SkillSet = field(default_factory=SkillSet)
 
     def create(self, request: SpawnRequest, opener: Opener) -> Child:
         """A new child with its record and engine, not yet started."""
@@ -85,7 +89,7 @@ class ChildBuilder:
         )
         record.artifacts["transcript"] = str(self.store.transcript_path(agent_id))
         child = Child(record=record, opener=opener)
-        prompt = launch.system_prompt(request, self.memory_text())
+        prompt = launch.system_prompt(request, self.memory_text(), self.skills)
         parent_prefix = opener.conversation.request_prefix() if request.fork_context else None
         messages = launch.first_messages(
             request,
@@ -134,9 +138,18 @@ class ChildBuilder:
             work=WorkState(),
             journal=type(self.context.journal)(),
             authority=authority,
+            # Writes in a worktree (its own, or its opener's) are not the session's until
+            # agent_apply brings them in, which records them then.
+            changes=None if in_a_worktree(Path(record.workspace)) else self.context.changes,
         )
         inbox = Inbox()
-        meter = UsageMeter(parent=child.opener.meter)
+        # A continuation counts on from what the child spent before; its opener (perhaps
+        # another one now) has been charged for that already, and is charged only anew.
+        if child.meter is not None:
+            meter = replace(child.meter, parent=child.opener.meter)
+        else:
+            meter = UsageMeter(parent=child.opener.meter)
+        child.meter = meter
         tools = self.tools()
         conversation = Conversation(messages)
         seat = None

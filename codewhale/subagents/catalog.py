@@ -15,6 +15,7 @@ from typing import Any
 
 from codewhale.config_models import SubagentsConfig
 from codewhale.mcp import names as mcp_names
+from codewhale.subagents.definition_problems import unknown_type_error
 from codewhale.subagents.definitions import (
     BUILTIN,
     AgentDefinition,
@@ -193,8 +194,7 @@ class AgentCatalog:
             key = name.strip().lower()
             match = [entry for entry in entries if entry.name == key]
             if not match:
-                names = ", ".join(entry.name for entry in entries)
-                raise LookupError(f"No agent type '{name}'. Types: {names}")
+                raise LookupError(str(unknown_type_error(name, self.definitions)))
             # Trusting is the user's decision: the model is not handed the command for it.
             return {k: v for k, v in match[0].to_json().items() if k != "not_trusted"}
         return {

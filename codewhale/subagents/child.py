@@ -45,6 +45,9 @@ class Child:
     # Who receives its completion: whoever opened it, or whoever continued it.
     opener: Opener
     engine: Engine | None = None
+    # What it (and its own children) spent this run; kept when a finished child's engine
+    # is let go, so /cost can still say what each child cost.
+    meter: UsageMeter | None = None
     # Its own opener when it may open children (max_depth > 0).
     seat: Opener | None = None
     first_prompt: str = ""
@@ -53,6 +56,8 @@ class Child:
     # (state, message) chosen by whoever stops it; applied when its task unwinds.
     stop: tuple[ChildState, str] | None = None
     last_progress: float = field(default_factory=time.monotonic)
+    # The same moment by the wall clock, for a front end's "no output for 45s".
+    last_output_at: float = field(default_factory=time.time)
     last_tail_publish: float = 0.0
     # The end of the answer the current step is writing, and what progress last showed.
     text_tail: str = ""

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codewhale.sanitize import clean_text
+from codewhale.subagents.card import agent_card, transcript_lines
 from codewhale.subagents.lifecycle import reconcile_dead_owners
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.store import StateFileError, SubagentStore
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from codewhale.tools.base import Tool
 
 USAGE = (
-    "usage: codewhale agents list [--all] [--json] | show ID [--json] | types [--json]"
+    "usage: codewhale agents list [--all] [--json] | show ID [--json] | types [NAME] [--json]"
     " | trust [NAME ...] [--all] | untrust [NAME ...]"
 )
 
@@ -69,8 +69,8 @@ def run_agents_command(args: argparse.Namespace) -> int:
             return 1
         data = match[-1].to_json()
         path = store.transcript_path(match[-1].agent_id)
-        data["transcript_lines"] = _line_count(path)
-        print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else _describe(data))
+        data["transcript_lines"] = transcript_lines(path)
+        print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else agent_card(data))
         return 0
     if args.agents_command != "list":
         print(USAGE, file=sys.stderr)
@@ -92,35 +92,21 @@ def run_agents_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _line_count(path: Path) -> int:
-    """Lines in a transcript (counted as bytes: it may hold anything); 0 if unreadable."""
-    try:
-        with path.open("rb") as handle:
-            return sum(1 for _ in handle)
-    except OSError:
-        return 0
-
-
-def _describe(data: dict[str, Any]) -> str:
-    lines = [f"{data['agent_id']} ({data['nickname']}, {data['type']}) — {data['status']}"]
-    for key in ("objective", "model", "workspace", "worker_status", "steps_taken", "error"):
-        if data.get(key) not in (None, ""):
-            lines.append(f"  {key}: {clean_text(str(data[key]))}")
-    lines.append(
-        f"  transcript: {data['artifacts'].get('transcript')} ({data['transcript_lines']} lines)"
-    )
-    if data.get("result"):
-        lines.append("\n" + clean_text(data["result"]))
-    return "\n".join(lines)
-
-
 def _types(args: argparse.Namespace) -> int:
-    """Every agent type this workspace offers, as a session opened here would see them."""
+    """Every agent type this workspace offers (or the one named), as a session here sees them."""
     from codewhale.subagents.catalog import format_entries
+    from codewhale.subagents.definition_problems import unknown_type_error
 
     if (catalog := _catalog(args)) is None:
         return 2
     entries = catalog.entries()
+    if args.name:
+        entries = [entry for entry in entries if entry.name == args.name.strip().lower()]
+        if not entries:
+            print(
+                f"codewhale: {unknown_type_error(args.name, catalog.definitions)}", file=sys.stderr
+            )
+            return 1
     if args.json:
         print(json.dumps({"types": [e.to_json() for e in entries]}, indent=2, ensure_ascii=False))
     else:

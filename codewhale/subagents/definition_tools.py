@@ -33,6 +33,7 @@ TOOL_ALIASES: dict[str, tuple[str, ...]] = {
     "todowrite": ("checklist_write",),
     "todoread": ("checklist_write",),
     "task": tuple(sorted(AGENT_TOOLS)),
+    "skill": ("skill",),
 }
 # `tools: "*"` (or `[*]`) means what leaving the field out means.
 EVERY_TOOL = "*"

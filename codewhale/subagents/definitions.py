@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from codewhale.subagents.definition_tools import ToolListError, select_tools
 from codewhale.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
+from codewhale.subagents.definition_tools import ToolListError, select_tools
 from codewhale.subagents.roles import Role, lookup_role
 from codewhale.subagents.worktree import Isolation
 
@@ -42,6 +42,7 @@ FIELDS = frozenset(
         "color",
         "max_steps",
         "isolation",
+        "skills",
     }
 )
 # Colour names agent files use (Claude Code's palette among them) -> Rich colours.
@@ -80,6 +81,8 @@ class AgentDefinition:
     warnings: tuple[str, ...] = ()
     # `isolation: worktree`: opened in a git worktree of its own unless agent_open says otherwise.
     isolation: Isolation = Isolation.NONE
+    # Skills whose instructions are put in the child's prompt from its start (`skills:`).
+    skills: tuple[str, ...] = ()
     # sha256 of the file as read: what trusting a project definition pins.
     digest: str = ""
 
@@ -192,7 +195,14 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
         source=source,
         warnings=tuple(warnings),
         isolation=isolation,
+        skills=_skill_names(meta.get("skills")),
     )
+
+
+def _skill_names(raw: object) -> tuple[str, ...]:
+    """`skills:` as a YAML list or a comma-separated string."""
+    items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    return tuple(name for item in items if (name := str(item).strip()))
 
 
 def _model(raw: object, warnings: list[str], *, claude_file: bool) -> str | None:
@@ -278,19 +288,6 @@ class DefinitionSet:
                     continue
                 definition = replace(definition, model=None)
             self.definitions[definition.name] = _with_clash_note(definition)
-
-    def warnings(self) -> list[str]:
-        """One line per problem worth telling the user at start: errors, then warnings."""
-        lines = [f"agent definition {error}" for error in self.errors]
-        for definition in self.definitions.values():
-            lines += [
-                f"agent '{definition.name}' ({definition.source}): {warning}"
-                for warning in definition.warnings
-            ]
-        lines += [
-            f"agent '{h.definition.name}' ({h.definition.source}): {h.note}" for h in self.held
-        ]
-        return lines
 
 
 def load_definitions(

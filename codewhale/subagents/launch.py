@@ -8,6 +8,7 @@ from typing import Any
 from codewhale.authority import Authority
 from codewhale.engine.instructions import project_instructions
 from codewhale.permissions import Mode
+from codewhale.skills import SkillSet
 from codewhale.subagents.records import WorkerRecord
 from codewhale.subagents.roles import role_authority, role_prompt
 from codewhale.subagents.spawn import SpawnRequest, assignment_message
@@ -30,13 +31,17 @@ def offered_tools(registry: ToolRegistry, authority: Authority) -> list[dict[str
     ]
 
 
-def system_prompt(request: SpawnRequest, memory: str | None) -> str:
+def system_prompt(request: SpawnRequest, memory: str | None, skills: SkillSet) -> str:
     definition = request.definition
     prompt = role_prompt(
         request.role,
         intro=definition.prompt if definition is not None else None,
         role_name=request.type_name,
     )
+    for name in definition.skills if definition is not None else ():
+        # Preloaded (`skills:` in the agent file); one not installed is warned about at start.
+        if (skill := skills.get(name)) is not None:
+            prompt += f"\n\n# Skill: {skill.name}\n\n{skill.instructions}"
     if instructions := project_instructions(request.workspace):
         prompt += f"\n\n{instructions}"
     if memory:

@@ -34,6 +34,7 @@ class LivenessMonitor:
     @staticmethod
     def touch(child: Child) -> None:
         child.last_progress = time.monotonic()
+        child.last_output_at = time.time()
 
     def ensure_running(self) -> None:
         if self._task is None or self._task.done():

@@ -25,6 +25,7 @@ from codewhale.engine.prompt import git_branch
 from codewhale.handles import HandleStore
 from codewhale.providers.client import ChatClient
 from codewhale.providers.settings import ProviderSettings
+from codewhale.skills import SkillSet
 from codewhale.subagents import delivery
 from codewhale.subagents import events as agent_events
 from codewhale.subagents.admission import QUEUE_HEARTBEAT_SECS, QUEUED_TEXT, Admission
@@ -32,7 +33,7 @@ from codewhale.subagents.builder import ChildBuilder
 from codewhale.subagents.catalog import AgentCatalog
 from codewhale.subagents.child import Child, Opener
 from codewhale.subagents.definitions import DefinitionSet
-from codewhale.subagents.isolation import WorktreeKeeper
+from codewhale.subagents.isolation import WorktreeKeeper, tree_of
 from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_owners
 from codewhale.subagents.liveness import LivenessMonitor, stall_message
 from codewhale.subagents.mailbox import Mailbox
@@ -54,8 +55,10 @@ from codewhale.subagents.wait import (
     waited_children,
     withdraw_completions,
 )
-from codewhale.subagents.worktree import Isolation, Prepared
+from codewhale.subagents.worktree import Isolation, Prepared, in_a_worktree
 from codewhale.tools.base import Tool
+from codewhale.tools.journal import PreImage
+from codewhale.tools.session_changes import images_of
 
 __all__ = ["QUEUED_TEXT", "SubAgentManager"]
 
@@ -90,6 +93,7 @@ class SubAgentManager:
         api_timeout_secs: float | None = None,
         compaction: CompactionPolicy | None = None,
         mcp_servers: Iterable[str] = (),
+        skills: SkillSet | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
         self.client = client
@@ -177,6 +181,7 @@ class SubAgentManager:
             session_boot_id=self.session_boot_id,
             branch=git_branch(self.workspace),
             compaction=compaction or CompactionPolicy(),
+            skills=skills or SkillSet(),
         )
 
     @property
@@ -249,6 +254,39 @@ class SubAgentManager:
                 self._watchers.pop(agent_id, None)
 
         return unwatch
+
+    def waited_on(self, since: float) -> list[AgentSnapshot]:
+        """The session's own children a turn held open since `since` (wall clock) waits for:
+        those running, and those that ended after it (a front end asks a little later)."""
+        since_ms = int(since * 1000)
+        return [
+            snapshot_of_record(c.record)
+            for c in self.roster
+            if c.opener is self.root
+            and ((c.live and not c.record.terminal) or (c.record.finished_at_ms or 0) >= since_ms)
+        ]
+
+    def last_output_at(self, agent_id: str) -> float | None:
+        """When (wall clock) a running child last streamed or ran a tool; None while it
+        is not expected to (queued, ended, waiting on the user or its own children)."""
+        child = self.roster.get(agent_id)
+        if child is None or not child.live:
+            return None
+        state = child.state
+        if state.waiting or state.terminal or state is ChildState.QUEUED:
+            return None
+        return child.last_output_at
+
+    def cost_of(self, agent_id: str) -> float | None:
+        """What a child and its own children cost this run; None: unknown (no price for a
+        model, or a child an earlier run left)."""
+        child = self.roster.get(agent_id)
+        return child.meter.cost_usd if child is not None and child.meter is not None else None
+
+    def streamed_text(self, agent_id: str) -> str:
+        """The answer a child's current step has written so far ("" between steps)."""
+        child = self.roster.get(agent_id)
+        return child.engine.streamed_text() if child is not None and child.engine else ""
 
     def messages_of(self, agent_id: str) -> list[dict[str, Any]]:
         """A child's conversation so far: its engine's while it lives here, else its transcript."""
@@ -378,13 +416,24 @@ class SubAgentManager:
     async def apply(self, reference: Any, opener: Opener | None = None) -> dict[str, Any]:
         """agent_apply: merge a finished isolated child's changes into the work tree."""
         child = self.find(reference, opener)
+        before = await asyncio.to_thread(self._images_before_apply, child.record)
         reply = await self.worktrees.apply(child.record)
+        if reply["applied"] and self.builder.context.changes is not None:
+            self.builder.context.changes.record_all(before, f"agent:{child.agent_id}")
         # "Applied" must survive a restart before the model hears of it: never apply twice.
         try:
             await self.writer.durable()
         except StateWriteError as error:
             raise SpawnError(f"the changes were applied, but {error}") from None
         return reply
+
+    def _images_before_apply(self, record: WorkerRecord) -> list[tuple[Path, PreImage | None]]:
+        """What the files agent_apply will write hold now, for /diff; none when it writes
+        into another child's worktree, which is not the session's work tree."""
+        tree = tree_of(record)
+        if tree is None or in_a_worktree(Path(tree.source)):
+            return []  # not isolated: worktrees.apply refuses it, saying why
+        return images_of(self.builder.context.workspace, self.worktrees.targets(record))
 
     def apply_targets(self, reference: Any, opener: Opener | None = None) -> list[Path]:
         """The files agent_apply would write, for the dispatcher's protected-path check."""

@@ -231,6 +231,8 @@ class AgentSnapshot:
     worktree: str = ""
     # ... and whether agent_apply (the agent screen's Apply) can merge it now.
     applicable: bool = False
+    # Its report's SUMMARY once it has one: what a finished child's cell shows.
+    summary: str = ""
 
 
 def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
@@ -254,6 +256,7 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         continuable=record.status == "interrupted" and record.checkpoint is not None,
         tool_calls=record.tool_calls,
         finished_at_ms=record.finished_at_ms if record.terminal else None,
+        summary=str((record.report or {}).get("summary") or ""),
         **_worktree_fields(record),
     )
 

@@ -128,10 +128,6 @@ def lookup_role(name: str) -> Role | None:
     return None
 
 
-def invalid_type_error(name: str, definition_names: list[str] | tuple[str, ...] = ()) -> RoleError:
-    return RoleError(f"Invalid sub-agent type '{name}'. Use: {role_help(definition_names)}")
-
-
 OUTPUT_CONTRACT = """\
 When you finish, end your final message with these five sections, in this order:
 

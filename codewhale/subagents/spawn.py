@@ -14,8 +14,9 @@ from codewhale.config_models import SubagentsConfig
 from codewhale.permissions import confine
 from codewhale.providers.presets import PRESETS
 from codewhale.providers.settings import ProviderSettings
+from codewhale.subagents.definition_problems import unknown_type_error
 from codewhale.subagents.definitions import AgentDefinition, DefinitionSet
-from codewhale.subagents.roles import Role, RoleError, invalid_type_error, lookup_role
+from codewhale.subagents.roles import Role, RoleError, lookup_role
 from codewhale.subagents.worktree import Isolation
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -68,12 +69,11 @@ def resolve_type(
     """
     type_raw = first_of(arguments, "type", "agent_type", "subagent_type", "subagent_name")
     role_raw = first_of(arguments, "role", "agent_role")
-    names = definitions.names()
 
     def role_of(raw: Any) -> Role:
         role = lookup_role(str(raw))
         if role is None:
-            raise invalid_type_error(str(raw), names)
+            raise unknown_type_error(str(raw), definitions)
         return role
 
     def type_of(raw: Any) -> tuple[str, Role, AgentDefinition | None]:

@@ -93,6 +93,11 @@ class WorktreeError(Exception):
     """git refused or failed; the message says what happened and, where there is one, the fix."""
 
 
+def in_a_worktree(path: Path) -> bool:
+    """Whether `path` lies in an isolated child's worktree (`<git dir>/codewhale-worktrees/`)."""
+    return WORKTREES_DIR in path.parts
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

@@ -6,15 +6,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from codewhale.approval_rules import ApprovalRule
 from codewhale.authority import Authority
 from codewhale.handles import HandleStore
 from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, confine
 from codewhale.redaction import Redactor
-from codewhale.tools.journal import ChangeJournal
+from codewhale.rules.ruleset import PermissionRules
+from codewhale.tools.journal import ChangeJournal, PreImage
 from codewhale.work_state import WorkState
+
+if TYPE_CHECKING:
+    # session_changes reads files with the file tools, which import this module.
+    from codewhale.tools.session_changes import SessionChanges
 
 # How long the dispatcher lets one call run (its approval prompt not included).
 DEFAULT_TIMEOUT_SECS = 120.0
@@ -44,10 +49,21 @@ class ToolContext:
     authority: Authority = field(default_factory=Authority.full)
     # Rules granted by "always" answers, shared by the whole tree.
     always_allowed: set[ApprovalRule] = field(default_factory=set)
+    # Lasting allow/ask/deny rules from config and Claude settings, shared by the whole tree.
+    rules: PermissionRules = field(default_factory=PermissionRules)
+    # The session's changes for /diff, shared by all writing in its work tree (None: not
+    # recorded, e.g. a child in a worktree of its own).
+    changes: SessionChanges | None = None
 
     @property
     def mode(self) -> Mode:
         return self.modes.current
+
+    def before_write(self, path: Path, image: PreImage | None) -> None:
+        """Record what `path` held before a tool writes it: for revert_turn and for /diff."""
+        self.journal.before_write(path, image)
+        if self.changes is not None:
+            self.changes.record(path, image, self.session_id)
 
     def path(self, raw: Any) -> Path:
         """A workspace-confined path from a model-supplied string."""
@@ -117,6 +133,11 @@ class Tool(ABC):
         """What the call would change, worked out without writing: a unified diff for the
         file tools ('' for tools that change no files); ToolError when it would fail."""
         return ""
+
+    def read_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        """The workspace files or folders this call would show (confined, resolved); the
+        dispatcher refuses the call when a permission rule denies reading one of them."""
+        return []
 
     def written_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
         """The workspace files this call would create, change or delete (confined, resolved);

@@ -197,9 +197,9 @@ def current_image(workspace: Path, path: Path, label: str) -> PreImage | None:
 
 
 def write_with_journal(context: ToolContext, path: Path, label: str, data: bytes) -> bool:
-    """Write `data`, recording the pre-image for revert_turn; whether the file was created."""
+    """Write `data`, recording the pre-image (revert_turn, /diff); whether it was created."""
     image = current_image(context.workspace, path, label)
-    context.journal.before_write(path, image)
+    context.before_write(path, image)
     write_regular(path, data, label, workspace=context.workspace)
     return image is None
 
@@ -315,6 +315,9 @@ class ReadFile(Tool):
         "required": ["path"],
     }
 
+    def read_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        return [context.path(arguments.get("path"))]
+
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments["path"])
         label = relative_to_workspace(context.workspace, path)
@@ -348,6 +351,9 @@ class ListDir(Tool):
         "type": "object",
         "properties": {"path": {"type": "string", "description": "directory; default '.'"}},
     }
+
+    def read_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        return [context.path(arguments.get("path") or ".")]
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         path = context.path(arguments.get("path") or ".")

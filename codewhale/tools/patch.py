@@ -200,7 +200,7 @@ class ApplyPatch(Tool):
         summary = []
         for path, data, label in planned:
             image = current_image(context.workspace, path, label)
-            context.journal.before_write(path, image)
+            context.before_write(path, image)
             if data is None:
                 remove(context.workspace, path, label)
                 summary.append(f"deleted {label}")

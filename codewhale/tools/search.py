@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,8 @@ class FileSearch(Tool):
         def rank() -> list[str]:
             scored = []
             for path in iter_files(root):
+                if context.rules.denied_read(self.name, path):
+                    continue  # a permission rule denies reading it: not even its name
                 relative = path.relative_to(root).as_posix()
                 if (score := fuzzy_score(query, relative)) is not None:
                     scored.append((-score, relative))
@@ -119,6 +121,9 @@ class GrepFiles(Tool):
         "required": ["pattern"],
     }
 
+    def read_paths(self, arguments: Mapping[str, Any], context: ToolContext) -> list[Path]:
+        return [context.path(arguments.get("path") or ".")]
+
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         target = context.path(arguments.get("path") or ".")
         if not target.is_dir():
@@ -132,7 +137,21 @@ class GrepFiles(Tool):
             found = await _ripgrep(binary, target, context.workspace, options)
         else:
             found = await asyncio.to_thread(_python_grep, target, context.workspace, options)
-        return ToolResult(_format(found, options))
+        return ToolResult(_format(_without_denied(found, context, self.name), options))
+
+
+def _without_denied(found: _Found, context: ToolContext, tool: str) -> _Found:
+    """`found` without the lines of files a permission rule denies reading."""
+    root = context.workspace.resolve()
+    denied: dict[str, bool] = {}
+    kept = []
+    for line in found.lines:
+        path = line[0]
+        if path not in denied:
+            denied[path] = context.rules.denied_read(tool, root / path) is not None
+        if not denied[path]:
+            kept.append(line)
+    return _Found(kept, found.hard_linked)
 
 
 class _GrepOptions:

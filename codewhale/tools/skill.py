@@ -18,6 +18,11 @@ from codewhale.skills import MAX_SKILL_BYTES, Skill, SkillSet, listing
 from codewhale.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 
+def skill_tools(skills: SkillSet) -> list[Tool]:
+    """The `skill` tool when the model has a skill to load, else nothing to offer."""
+    return [SkillTool(skills)] if skills.for_model() else []
+
+
 class SkillTool(Tool):
     name = "skill"
     description = (

@@ -17,10 +17,11 @@ import ctypes
 import errno
 import functools
 import os
+import secrets
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from codewhale.tools.base import ToolError
@@ -253,3 +254,29 @@ def remove(root: Path, path: Path, label: str, *, missing_ok: bool = False) -> N
             raise NoSuchPath(f"{label}: no such file") from None
     except OSError as error:
         raise ToolError(f"{label} cannot be deleted: {error.strerror}") from None
+
+
+def replace_file(root: Path, path: Path, data: bytes, label: str, *, mode: int = 0o600) -> None:
+    """Replace `path` with `data` at once: readers see the old file or the new one.
+
+    The data goes to a new name beside `path` (created with `mode`, never chmod-ed), is
+    synced, then renamed over `path`, inside the directory reached without symlinks; a
+    symlink at `path` itself is replaced, never followed.
+    """
+    with parent_directory(root, path, label, create=True) as (directory, name):
+        temporary = f".{name}.{secrets.token_hex(4)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            descriptor = os.open(temporary, flags, mode, dir_fd=directory)
+        except OSError as error:
+            raise ToolError(f"{label} cannot be written: {error.strerror}") from None
+        try:
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except OSError as error:
+            with suppress(OSError):
+                os.unlink(temporary, dir_fd=directory)
+            raise ToolError(f"{label} cannot be written: {error.strerror}") from None

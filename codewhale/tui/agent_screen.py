@@ -20,6 +20,7 @@ from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Static
 
 from codewhale.runtime import Runtime, RuntimeRequestError, events
@@ -27,6 +28,7 @@ from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
 from codewhale.tui.batches import Batches
 from codewhale.tui.history import Backlog, child_conversation
+from codewhale.tui.sidebar import plural
 from codewhale.tui.transcript import Transcript, agent_heading
 
 TERMINAL = ("completed", "failed", "cancelled", "interrupted")
@@ -66,7 +68,7 @@ class MessageBox(Input):
 
 
 class AgentScreen(Screen[None]):
-    BINDINGS: ClassVar = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS: ClassVar = [Binding("escape", "back", "Back")]
     DEFAULT_CSS = """
     AgentScreen #agent-header { height: 1; background: $panel; text-style: bold; padding: 0 1; }
     AgentScreen #agent-transcript { height: 1fr; padding: 0 1; }
@@ -87,7 +89,8 @@ class AgentScreen(Screen[None]):
         self._deltas: list[str] | None = None
         # Kept, not looked up: events still come while the app takes the screen down.
         self._header_line = Static("", id="agent-header", markup=False)
-        self.transcript = Transcript(id="agent-transcript")
+        # A report's sections are one per line: kept so, not joined into a paragraph.
+        self.transcript = Transcript(id="agent-transcript", keep_line_breaks=True)
         self._message_box = MessageBox(
             placeholder="Message this sub-agent (delivered at its next step)", id="agent-message"
         )
@@ -120,6 +123,7 @@ class AgentScreen(Screen[None]):
             return
         # Read and subscribe in one synchronous step: no event falls between the two.
         messages = runtime.agent_messages(self.agent_id)
+        streamed = runtime.manager.streamed_text(self.agent_id)
         self._unwatch = runtime.watch_agent(self.agent_id, self._follow)
         record = next(
             (r for r in runtime.manager.records() if r["agent_id"] == self.agent_id), None
@@ -133,6 +137,8 @@ class AgentScreen(Screen[None]):
         above = [] if record is None else [Static(assignment_text(record), classes="assignment")]
         backlog = Backlog(child_conversation(messages), agents, live=live)
         await self.transcript.show_history(backlog, above)
+        if streamed:  # the step under way: the deltas that follow go on from here
+            await self.transcript.apply(events.AssistantDelta(text=streamed))
         if snapshot is not None and snapshot.terminal and record and record.get("error"):
             await self.transcript.notice(f"{snapshot.status}: {record['error']}", "warning")
         self.show_state()
@@ -215,7 +221,7 @@ class AgentScreen(Screen[None]):
         if snapshot is not None:
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
             detail = envelope.get("message", "") if kind != "completed" else ""
-            self.transcript.agent_envelope(envelope, title, detail)
+            self.transcript.agent_envelope(envelope, title, detail, snapshot.summary)
 
     def show_state(self) -> None:
         """The header, and only the actions that apply to the child as it is now."""
@@ -248,6 +254,14 @@ class AgentScreen(Screen[None]):
 
     # -- what the user does --------------------------------------------------------------
 
+    def typing_target(self) -> Widget | None:
+        """What typed text goes to while a cell or a button has the focus (tui/typing_target.py)."""
+        return self._message_box
+
+    def action_back(self) -> None:
+        # Dismissed, not only popped: the app's callback gives the composer the focus.
+        self.dismiss(None)
+
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         await self._send(interrupt=False)
 
@@ -255,7 +269,7 @@ class AgentScreen(Screen[None]):
         runtime = self.runtime
         button = event.button.id
         if button == "back" or runtime is None:
-            self.app.pop_screen()
+            self.action_back()
         elif button in ("send", "interrupt"):
             await self._send(interrupt=button == "interrupt")
         elif button in ("cancel", "continue"):
@@ -312,9 +326,13 @@ def header_text(agent_id: str, snapshot: AgentSnapshot | None) -> str:
         state = f"running · {snapshot.activity}"
     if snapshot.continuable:
         state = "interrupted · continuable"
+    # While it runs its activity names the step under way ("step 2 · read_file"): the
+    # count of finished steps beside it read as "step 1 · 0 steps".
+    steps = (
+        "" if state.startswith("running · step ") else f"{plural(snapshot.steps_taken, 'step')} · "
+    )
     if snapshot.worktree:
         state = f"{state} · worktree {snapshot.worktree}"
     return clean_text(
-        f"{snapshot.nickname} · {snapshot.type} · {state} · "
-        f"{snapshot.steps_taken} steps · {snapshot.tokens} tokens"
+        f"{snapshot.nickname} · {snapshot.type} · {state} · {steps}{snapshot.tokens} tokens"
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 from markdown_it.token import Token
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
+from textual.content import Content
 from textual.visual import VisualType
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Markdown
@@ -47,6 +48,18 @@ class StreamedParagraph(MarkdownParagraph):
         super().update(content, layout=False)
         if layout:
             lay_out_if_resized(self, size)
+
+    def _token_to_content(self, token: Token) -> Content:
+        """In a transcript that keeps line breaks, a single newline is one (Markdown's soft
+        break is a space: a report's SUMMARY, CHANGES, … lines ran into one paragraph)."""
+        children = token.children
+        if children and getattr(self._markdown.parent, "keep_line_breaks", False):
+            token = token.copy()
+            token.children = [
+                child.copy(type="hardbreak") if child.type == "softbreak" else child
+                for child in children
+            ]
+        return super()._token_to_content(token)
 
 
 class Unmounted(Widget):

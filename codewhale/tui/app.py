@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from importlib import import_module
 from pathlib import Path
@@ -16,6 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
+from textual.events import Event, Key, Paste
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
@@ -24,18 +25,22 @@ from textual.widgets import Footer, Static
 # (httpx) and the config models (pydantic) load after it (`_start_session`), and
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
+from codewhale.permissions import Mode
 from codewhale.providers.local_model import status_limits
 from codewhale.tui.batches import Batches
 from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
+from codewhale.tui.completion import Completion, CompletionMenu
 from codewhale.tui.composer import Composer
 from codewhale.tui.launch_receipt import Appearance, OpeningStatus, remember_opening_status
+from codewhale.tui.paste import expand
 from codewhale.tui.sidebar import AgentRow, WorkSidebar
 from codewhale.tui.startup import StartupGate
 from codewhale.tui.status import StatusLine
-from codewhale.tui.transcript import Notice, Transcript
+from codewhale.tui.transcript import Notice, Transcript, welcome
+from codewhale.tui.waiting import ChildWait
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from textual.app import AutopilotCallbackType
     from textual.driver import Driver
@@ -43,7 +48,8 @@ if TYPE_CHECKING:
     from textual.widget import Widget
 
     from codewhale.config import LoadedConfig
-    from codewhale.runtime import Runtime, events
+    from codewhale.runtime import Runtime, TurnResult, events
+    from codewhale.tui.approval import ApprovalScreen
 
 NARROW_COLUMNS = 100
 NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
@@ -95,6 +101,8 @@ class CodeWhaleApp(App[None]):
         # priority: otherwise the focused composer's copy (or Textual's quit hint) takes it.
         Binding("ctrl+c", "interrupt", "Interrupt", priority=True, show=False),
         Binding("ctrl+b", "toggle_sidebar", "Work"),
+        # Claude Code's Shift+Tab posture; Shift+Tab moves focus here, Tab toggles Plan/Agent.
+        Binding("ctrl+t", "toggle_accept_edits", "Accept edits", show=False),
     ]
 
     def __init__(
@@ -106,10 +114,12 @@ class CodeWhaleApp(App[None]):
         continue_latest: bool = False,
         overrides: dict[str, str] | None = None,
         initial_prompt: str | None = None,
+        mode: Mode | None = None,
     ) -> None:
         """`loaded`: the config read with `overrides` (the first session opens with it), or
         when a launch receipt vouched for the config, only what the first frame takes from
-        it; the config is then read with the session, after the first frame."""
+        it; the config is then read with the session, after the first frame. `mode`: the
+        `--mode` flag's (YOLO only once confirmed in the app)."""
         super().__init__()
         # The config the session runs with; set when it opens if not given here.
         self.loaded: LoadedConfig
@@ -125,7 +135,14 @@ class CodeWhaleApp(App[None]):
         # A new session's status line as its launch receipt remembers it, drawn in the first
         # frame (a resumed session's counters are only known once it is read).
         new_session = resume is None and not continue_latest
-        self._opening_status = appearance.status if new_session else None
+        # The mode sessions open in; `--mode yolo` opens in Agent and asks first, once.
+        self._confirm_yolo = mode is Mode.YOLO
+        self.start_mode: Mode = Mode.AGENT if mode is None or mode is Mode.YOLO else mode
+        status = appearance.status
+        if status is not None:
+            status = replace(status, mode=self.start_mode)
+        self._opening_status = status if new_session else None
+        self._welcomed = False  # the welcome line is shown once, on a new session's screen
         # --model / --provider / --base-url: they win over config for every runtime we open.
         self.overrides = dict(overrides or {})
         # `codewhale "task"`: sent as the first turn once a session is open, then forgotten.
@@ -143,6 +160,9 @@ class CodeWhaleApp(App[None]):
         self.sidebar_forced = False  # shown on a narrow terminal because the user asked
         self._approvals: deque[events.ApprovalRequested] = deque()
         self._approval_open = False
+        self._approval_screen: ApprovalScreen | None = None  # the dialog on screen, if any
+        # The turn held open for its children: what it waits on, and what wakes it.
+        self.child_wait = ChildWait()
         if appearance.theme in self.available_themes:
             self.theme = appearance.theme
 
@@ -161,6 +181,7 @@ class CodeWhaleApp(App[None]):
             yield WorkSidebar()
         yield Static("", id="hint", markup=False)
         yield StartupGate(Composer(), ready=self.session_ready)
+        yield CompletionMenu(on_pick=lambda index: self.completion.pick(index))
         yield Footer()
 
     # The main screen's widgets live as long as the app and are reached on every engine
@@ -179,6 +200,12 @@ class CodeWhaleApp(App[None]):
         return self.query_one(Composer)
 
     @cached_property
+    def completion(self) -> Completion:
+        return Completion(
+            self.composer, self.query_one(CompletionMenu), lambda: self.registry, self._path_matches
+        )
+
+    @cached_property
     def status_line(self) -> StatusLine:
         return self.query_one(StatusLine)
 
@@ -191,6 +218,7 @@ class CodeWhaleApp(App[None]):
 
         # Closing the terminal (SIGHUP) or SIGTERM saves the session and quits, unasked.
         quit_on_stop_signals(self, self._close_session)
+        self.composer.completion = self.completion
         self._apply_sidebar()
         self.sidebar.show_work({})
         if self._opening_status is not None:
@@ -233,10 +261,11 @@ class CodeWhaleApp(App[None]):
 
             self.registry = build_registry()
             await self.open_runtime(self._checked_config)
+            if self.runtime is not None:
+                self._add_skill_commands()
             if self.runtime is None:  # the error is in the transcript
                 self.query_one(StatusLine).update(Text("CodeWhale  no session", style="dim"))
-            elif self.resume is None and not self.continue_latest and not self.turn_running:
-                # A new session before any turn (a `codewhale "task"` prompt's is running).
+            elif self._opened_as_remembered():
                 opening = OpeningStatus.of(self.runtime)
             # What opening put up (history, status, a dialog) is drawn before held input runs.
             await self.screen.wait_for_refresh()
@@ -253,6 +282,13 @@ class CodeWhaleApp(App[None]):
             await asyncio.to_thread(
                 remember_opening_status, self.workspace, self.overrides, opening
             )
+
+    def _opened_as_remembered(self) -> bool:
+        """A new session before any turn (a `codewhale "task"` prompt's is running), in
+        the mode a start without `--mode` has: what a launch receipt's status line shows."""
+        new = self.resume is None and not self.continue_latest
+        runtime = self.runtime
+        return new and not self.turn_running and runtime is not None and runtime.mode is Mode.AGENT
 
     async def run_async(
         self, *, auto_pilot: AutopilotCallbackType | None = None, **options: Any
@@ -293,6 +329,7 @@ class CodeWhaleApp(App[None]):
                     emit=emit,
                     resume=self.resume,
                     continue_latest=self.continue_latest,
+                    mode=self.start_mode,
                 )
             except (RuntimeSetupError, ConfigError) as error:
                 return str(error)
@@ -308,8 +345,13 @@ class CodeWhaleApp(App[None]):
             return
         self.runtime = opened
         self.loaded = opened.loaded
-        warnings = [Notice(warning, "warning") for warning in self.runtime.warnings]
-        await self.replay_history(self.runtime.messages, above=warnings)
+        self.sidebar.lookups.last_output = opened.manager.last_output_at
+        self.sidebar.lookups.cost = opened.manager.cost_of
+        above = [Notice(warning, "warning") for warning in self.runtime.warnings]
+        if not (opened.resumed or self._welcomed):
+            self._welcomed = True
+            above.insert(0, welcome(self.workspace, opened.model, opened.mode.value))
+        await self.replay_history(self.runtime.messages, above=above)
         for problem in self.runtime.storage_problems():  # the session file cannot be opened
             await self.show_storage_problem(problem)
         for snapshot in self.runtime.agents():
@@ -317,6 +359,9 @@ class CodeWhaleApp(App[None]):
         self.refresh_status()
 
         async def send_initial_prompt() -> None:
+            if self._confirm_yolo:  # the prompt runs in the mode the answer gives
+                await self._confirm_starting_in_yolo(then=send_initial_prompt)
+                return
             prompt, self.initial_prompt = self.initial_prompt, None
             if prompt is not None and self.runtime is not None:
                 await self.start_turn(prompt)
@@ -338,6 +383,27 @@ class CodeWhaleApp(App[None]):
                 await self.push_screen(onboarding.OnboardingScreen(self.loaded), onboarded)
                 return
         await send_initial_prompt()
+
+    async def _confirm_starting_in_yolo(self, then: Callable[[], Awaitable[None]]) -> None:
+        """`--mode yolo`: the session opened in Agent mode and switches once the user says
+        yes in the app, as `/mode yolo` asks; `then` runs after the answer."""
+        from codewhale.tui.yolo_confirm import YoloConfirmScreen  # loaded on first use
+
+        self._confirm_yolo = False  # asked once per app, not again for a reopened session
+        assert self.runtime is not None
+
+        async def answered(yolo: bool | None) -> None:
+            if self.runtime is None:
+                return
+            if yolo:
+                self.runtime.set_mode(Mode.YOLO)
+                self.start_mode = Mode.YOLO
+                self.refresh_status()
+            shown = "mode: yolo" if yolo else f"mode: {self.runtime.mode.value} (YOLO not entered)"
+            await self.transcript.notice(shown)
+            await then()
+
+        await self.push_screen(YoloConfirmScreen(self.runtime.mode.value), answered)
 
     async def replay_history(self, messages: list[dict], above: Sequence[Widget] = ()) -> None:
         """Show a resumed conversation with the cells a live turn makes: its last screenful
@@ -375,28 +441,13 @@ class CodeWhaleApp(App[None]):
             self.run_worker(self.open_runtime(), group="session")
 
     def on_text_area_changed(self, event) -> None:
-        """Typing `/…` or `@…` shows what Tab would complete to."""
-        text = event.text_area.text
-        word = text.replace("\n", " ").rsplit(" ", 1)[-1]
-        hint = ""
-        if text.startswith("/") and " " not in text:
-            names = self.registry.completions(text[1:])
-            hint = "  ".join(
-                f"/{name} {command.usage}".rstrip()
-                for name in names[:8]
-                if (command := self.registry.find(name)) is not None
-            )
-        elif word.startswith("@") and len(word) > 1:
-            matches = self._path_matches(word[1:], 6)
-            hint = "indexing files…" if matches is None else "  ".join(matches)
+        """Typing `/…` or `@…` opens the completion list (tui/completion.py) and filters it."""
         try:
-            line = self.hint
+            composer = self.composer
         except NoMatches:  # quitting: a last keystroke can arrive after the widgets are gone
             return
-        # Most keystrokes leave the hint as it was (usually empty): updating it anyway laid
-        # out the screen once per keystroke.
-        if hint != line.content and line.is_attached:
-            line.update(hint)
+        if event.text_area is composer and composer.is_attached:
+            self.completion.sync()
 
     def on_resize(self, event) -> None:
         # This handler runs before App._on_resize stores the new size: self.size is the
@@ -404,6 +455,8 @@ class CodeWhaleApp(App[None]):
         width = event.size.width
         self.set_class(width < NARROW_COLUMNS, "narrow")
         self._apply_sidebar(width)
+        if any(menu.display for menu in self.query(CompletionMenu)):  # the composer moves
+            self.call_after_refresh(self.completion.place)
 
     def _apply_sidebar(self, width: int | None = None) -> None:
         """The Work sidebar folds away on narrow terminals unless the user asked for it."""
@@ -434,8 +487,10 @@ class CodeWhaleApp(App[None]):
             usage=runtime.usage,
             cost=runtime.cost_usd,
             running=self.turn_running,
+            waiting_on=self.child_wait.remaining,
             limits=status_limits(settings.provider, settings.offer_tools),
             sandboxed=runtime.sandboxed,
+            accept_edits=runtime.accept_edits,
             children=None if sidebar.display else sidebar.child_counts(),
             context=runtime.context_use(),
         )
@@ -467,10 +522,31 @@ class CodeWhaleApp(App[None]):
 
     # -- composer --------------------------------------------------------------------------
 
+    async def on_event(self, event: Event) -> None:
+        # Decided before the key is routed to what has the focus (tui/typing_target.py).
+        if isinstance(event, Key | Paste) and not event.is_forwarded:
+            self._redirect_typing(event)
+        await super().on_event(event)
+
+    def _redirect_typing(self, typed: Key | Paste) -> None:
+        """Text typed or pasted on a cell, a sidebar row or an agent screen's buttons goes
+        to the screen's text box: the composer, or the agent screen's message box."""
+        from codewhale.tui.typing_target import TypesInto, redirect_typing
+
+        if not self.screen_stack:  # the app is ending
+            return
+        screen = self.screen
+        if screen is self.screen_stack[0]:  # the main screen
+            redirect_typing(screen, typed, self.composer)
+        elif isinstance(screen, TypesInto):
+            redirect_typing(screen, typed, screen.typing_target())
+
     async def on_composer_submitted(self, message: Composer.Submitted) -> None:
         text = message.text
+        # Folded pastes go out in full; the transcript keeps them folded.
+        pastes = self.composer.pastes.used_in(text)
         if text.strip().startswith("/"):
-            await self.run_command(text)
+            await self.run_command(expand(text, pastes))
             return
         if self.runtime is None:
             await self.transcript.notice(NO_SESSION, "error")
@@ -480,34 +556,80 @@ class CodeWhaleApp(App[None]):
         from codewhale.tui.attachments import collect, with_attachments
 
         # `@path` words attach those files for the model; the transcript shows chips.
-        attachments = await to_thread(collect, self.workspace, text) if "@" in text else []
-        prompt = with_attachments(text, attachments)
+        rules = self.runtime.permission_rules
+        attachments = await to_thread(collect, self.workspace, text, rules) if "@" in text else []
+        prompt = with_attachments(expand(text, pastes), attachments)
         if self.turn_running:
             self.runtime.steer(prompt)
-            await self.transcript.user(text, steer=True)
+            await self.transcript.user(text, steer=True, pastes=pastes)
         else:
-            await self.start_turn(prompt, shown=text)
+            await self.start_turn(prompt, shown=text, pastes=pastes)
         for attachment in attachments:
             await self.transcript.notice(attachment.chip(), "attachment")
 
-    async def start_turn(self, prompt: str, shown: str | None = None) -> None:
-        await self.transcript.user(shown or prompt)
+    async def start_turn(
+        self,
+        prompt: str,
+        shown: str | None = None,
+        pastes: dict[str, str] | None = None,
+        then: Callable[[TurnResult], Awaitable[None]] | None = None,
+    ) -> None:
+        """`then` runs with the turn's result once it is on screen (/relay saves it)."""
+        await self.transcript.user(shown or prompt, pastes=pastes)
         self.turn_running = True
         self.refresh_status()
-        self.run_worker(self._turn(prompt), group="turn", exclusive=False)
+        self.run_worker(self._turn(prompt, then), group="turn", exclusive=False)
 
-    async def _turn(self, prompt: str) -> None:
+    async def _turn(
+        self, prompt: str, then: Callable[[TurnResult], Awaitable[None]] | None = None
+    ) -> None:
         assert self.runtime is not None
+        started = time.monotonic()
         try:
-            await self.runtime.submit(prompt)
+            result = await self.runtime.submit(prompt)
         finally:
             task = asyncio.current_task()
-            if task is not None and not task.cancelling():
+            # Quitting (`_close_session` has taken the runtime) draws nothing more, and the
+            # app's loop, which applies the events, is busy closing this very turn: waiting
+            # for it there would never end.
+            quitting = self.runtime is None
+            if task is not None and not task.cancelling() and not quitting:
                 # What the turn did is on screen before it is said to be over (the
                 # events are applied a frame's worth at a time).
                 await self._engine_events.applied()
             self.turn_running = False
             self.refresh_status()
+        if self.runtime is None:
+            return  # quitting, and closing waits for this turn: nothing more to show or say
+        if then is not None:
+            await then(result)
+        said = result.final_text.strip().splitlines()
+        self.signal_finished(
+            f"turn {result.status}", said[0] if said else "", time.monotonic() - started
+        )
+
+    def signal_finished(self, title: str, body: str, elapsed_secs: float) -> None:
+        """Ring the bell or ask for a desktop notification, as [tui] notify says, when
+        work of `elapsed_secs` ended while the user looked elsewhere."""
+        from os import environ
+
+        from codewhale.tui.notify import notification
+
+        runtime, driver = self.runtime, self._driver
+        if runtime is None or driver is None:
+            return
+        settings = runtime.loaded.config.tui
+        sequence = notification(
+            settings.notify,
+            settings.notify_when,
+            focused=self.app_focus,
+            elapsed_secs=elapsed_secs,
+            title=f"CodeWhale: {title}",
+            body=body,
+            term=environ.get("TERM", ""),
+        )
+        if sequence is not None:
+            driver.write(sequence)
 
     async def on_composer_tab_pressed(self, message: Composer.TabPressed) -> None:
         text = message.text
@@ -516,28 +638,13 @@ class CodeWhaleApp(App[None]):
                 self.runtime.set_mode(self.runtime.mode.toggled())
                 self.refresh_status()
         elif self.turn_running and self.runtime is not None:
-            self.runtime.queue(text)
+            # Folded pastes are queued in full; the notice keeps them folded.
+            self.runtime.queue(expand(text, self.composer.pastes.used_in(text)))
             self.composer.clear()
             await self.transcript.notice(f"queued for after this turn: {text.strip()}", "steer")
-        elif text.startswith("/") and " " not in text.strip():
-            matches = self.registry.completions(text.strip()[1:])
-            if len(matches) == 1:
-                self.composer.text = f"/{matches[0]} "
-                self.composer.move_cursor(self.composer.document.end)
-            self.query_one("#hint", Static).update("  ".join("/" + m for m in matches))
         else:
-            self._complete_path(text)
-
-    def _complete_path(self, text: str) -> None:
-        word = text.replace("\n", " ").rsplit(" ", 1)[-1]
-        if not word.startswith("@"):
-            return
-        matches = self._path_matches(word[1:], 8)
-        if matches:
-            self.composer.text = text[: len(text) - len(word)] + "@" + matches[0] + " "
-            self.composer.move_cursor(self.composer.document.end)
-        hint = "indexing files…" if matches is None else "  ".join(matches)
-        self.query_one("#hint", Static).update(hint)
+            # Only a list closed with Esc leaves Tab to here: it opens it again.
+            self.completion.reopen()
 
     def _path_matches(self, query: str, limit: int) -> list[str] | None:
         """The best workspace paths for `query`; None until the first listing is made."""
@@ -547,8 +654,8 @@ class CodeWhaleApp(App[None]):
 
         index = index_for(self.workspace)
         composer = self.composer
-        # Listed in a thread when missing or stale; once it lands, the hint is worked out
-        # again from what the composer then holds (post_message is thread-safe).
+        # Listed in a thread when missing or stale; once it lands, the completion list is
+        # worked out again from what the composer then holds (post_message is thread-safe).
         index.refresh(on_done=lambda: composer.post_message(TextArea.Changed(composer)))
         return index.matches(query, limit) if index.ready else None
 
@@ -557,6 +664,15 @@ class CodeWhaleApp(App[None]):
             self.runtime.cancel_turn()
         else:
             self.composer.clear()
+
+    def _add_skill_commands(self) -> None:
+        """`/<skill>` for the user's skills; a built-in command of the same name stays."""
+        from codewhale.tui.command_handlers import skill_commands
+
+        assert self.runtime is not None
+        for command in skill_commands(self.runtime.skills):
+            if self.registry.find(command.name) is None:
+                self.registry.add(command)
 
     async def run_command(self, text: str) -> None:
         name, arguments = split_command(text)
@@ -598,6 +714,9 @@ class CodeWhaleApp(App[None]):
         if isinstance(event, events.ApprovalRequested):
             self._approvals.append(event)
             self._next_approval()
+            if (screen := self._approval_screen) is not None:
+                # The open dialog offers "approve all N" for its requester's queued ones.
+                screen.set_queued(len(self._queued_from(screen.request.requester)))
             return
         if isinstance(event, events.StorageError | events.StateWriteFailed):
             await self.show_storage_problem(event.message)
@@ -636,8 +755,16 @@ class CodeWhaleApp(App[None]):
         if self.runtime is None:
             return
         if isinstance(event, events.AgentEvent):
+            self.child_wait.saw(event.envelope())
             self._agent_event(event.envelope())
             return
+        if isinstance(event, events.WaitStarted):
+            self.child_wait.start(self.runtime.manager.waited_on(event.ts))
+            self.refresh_status()
+        elif isinstance(event, events.WaitEnded):
+            if marker := self.child_wait.end():
+                await self.transcript.notice(marker, "wake")
+            self.refresh_status()
         await self.transcript.apply(event)
         if isinstance(event, events.ToolCallFinished) and event.name in (
             "checklist_write",
@@ -662,6 +789,12 @@ class CodeWhaleApp(App[None]):
             snapshot = runtime.manager.snapshot_of(envelope["agent_id"]) if runtime else None
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")
+            if snapshot is not None:
+                self.signal_finished(
+                    f"{name} {envelope['kind']}",
+                    snapshot.description,
+                    snapshot.elapsed_ms / 1000,
+                )
 
     def _agent_event(self, envelope: dict) -> None:
         from codewhale.tui.transcript import agent_heading
@@ -673,25 +806,61 @@ class CodeWhaleApp(App[None]):
             self.sidebar.show_agent(snapshot)
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
-            self.transcript.agent_envelope(envelope, title, detail)
+            self.transcript.agent_envelope(envelope, title, detail, snapshot.summary)
         self.refresh_status(soon=True)
 
     def _next_approval(self) -> None:
+        from codewhale.tui.approval import ApprovalScreen, covers  # loaded on first use
+
         if self._approval_open or not self._approvals:
             return
         request = self._approvals.popleft()
+        if request.file_change and self.runtime is not None and self.runtime.accept_edits:
+            # Queued before "accept edits" was turned on: it no longer asks.
+            request.resolve("approve")
+            self._next_approval()
+            return
         self._approval_open = True
+        screen = ApprovalScreen(request, queued=len(self._queued_from(request.requester)))
+        self._approval_screen = screen
 
         def answered(decision: str | None) -> None:
-            request.resolve(decision or "deny")
+            self._approval_screen = None
+            if decision == "approve_batch":
+                # The requester's requests waiting now: the N its label showed.
+                for waiting in [request, *self._queued_from(request.requester)]:
+                    self._answer_queued(waiting, "approve")
+            else:
+                request.resolve(decision or "deny", screen.message)
+                for waiting in [r for r in self._approvals if covers(decision or "", request, r)]:
+                    self._answer_queued(waiting, "approve")
             self._approval_open = False
             self._next_approval()
 
-        from codewhale.tui.approval import ApprovalScreen  # loaded on first use (cold start)
+        self.push_screen(screen, answered)
 
-        self.push_screen(ApprovalScreen(request), answered)
+    def _queued_from(self, requester: str) -> list[events.ApprovalRequested]:
+        return [waiting for waiting in self._approvals if waiting.requester == requester]
+
+    def _answer_queued(self, request: events.ApprovalRequested, decision: str) -> None:
+        """Answer a request without its dialog (it may still be waiting in the queue)."""
+        if request in self._approvals:
+            self._approvals.remove(request)
+        request.resolve(decision)
 
     # -- actions ---------------------------------------------------------------------------------
+
+    def action_toggle_accept_edits(self) -> None:
+        """Accept edits on or off: file changes run unasked (in Agent mode) while it is on."""
+        from codewhale.permissions import Mode
+
+        runtime = self.runtime
+        if runtime is None:
+            return
+        runtime.set_accept_edits(not runtime.accept_edits)
+        self.refresh_status()
+        if runtime.accept_edits and runtime.mode is not Mode.AGENT:
+            self.notify("Accept edits is on; it applies in Agent mode.")
 
     def fill_composer(self, text: str) -> None:
         self.composer.text = text
@@ -709,7 +878,12 @@ class CodeWhaleApp(App[None]):
 
         # From a sidebar row, a sub-agent cell, or a grandchild's cell on an agent screen.
         if not (isinstance(self.screen, AgentScreen) and self.screen.agent_id == message.agent_id):
-            self.push_screen(AgentScreen(message.agent_id))
+            self.push_screen(AgentScreen(message.agent_id), self._back_from_agent_screen)
+
+    def _back_from_agent_screen(self, _result: None) -> None:
+        """Back on the main screen, the composer has the focus, not the row or cell that
+        opened the agent screen: typing goes on there, and Enter sends, not reopens."""
+        self.composer.screen.set_focus(self.composer)
 
     async def action_quit(self) -> None:
         """Quit; with sub-agents running, ask first, since quitting stops them.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codewhale.permissions import PathEscapeError, confine, relative_to_workspace
+from codewhale.rules.ruleset import PermissionRules
 from codewhale.tools.base import ToolError
 from codewhale.tools.files import is_binary, open_regular
 
@@ -68,8 +69,11 @@ def _plural(lines: int) -> str:
     return "1 line" if lines == 1 else f"{lines} lines"
 
 
-def collect(workspace: Path, message: str) -> list[Attachment]:
-    """The files `message` names with `@`, read within the bounds (blocking: file reads)."""
+def collect(
+    workspace: Path, message: str, rules: PermissionRules | None = None
+) -> list[Attachment]:
+    """The files `message` names with `@`, read within the bounds (blocking: file reads);
+    a file a permission rule denies reading is named, never read (`rules`)."""
     found: list[Attachment] = []
     seen: set[Path] = set()
     budget = MAX_TOTAL_CHARS
@@ -80,7 +84,10 @@ def collect(workspace: Path, message: str) -> list[Attachment]:
         path, label = target
         seen.add(path)
         attached = [item for item in found if not item.omitted]
-        if len(attached) >= MAX_FILES:
+        denial = rules.denied_read("read_file", path) if rules is not None else None
+        if denial is not None:
+            found.append(Attachment(label, omitted=f"denied by the permission rule {denial.text}"))
+        elif len(attached) >= MAX_FILES:
             found.append(Attachment(label, omitted=f"at most {MAX_FILES} files a message"))
         elif budget <= 0:
             found.append(Attachment(label, omitted=f"{MAX_TOTAL_CHARS:,} characters in all"))

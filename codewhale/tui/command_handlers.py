@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from codewhale.paths import user_dirs
@@ -12,14 +11,20 @@ from codewhale.runtime.slash_prompts import (
     SlashUsageError,
     agent_prompt,
     parse_agent_arguments,
-    relay_prompt,
     rlm_prompt,
+    skill_prompt,
 )
 from codewhale.sessions.store import SessionStore
+from codewhale.skills import Skill, SkillSet, listing
+from codewhale.subagents.card import agent_card
 from codewhale.subagents.catalog import format_entries
-from codewhale.tui.commands import CommandRegistry, SlashCommand
+from codewhale.tui.commands import CommandRegistry, Handler, SlashCommand
+from codewhale.tui.diff_screen import show_diff
+from codewhale.tui.permissions_view import permissions_command
+from codewhale.tui.usage_view import show_cost, show_status
 
 if TYPE_CHECKING:
+    from codewhale.runtime import TurnResult
     from codewhale.tui.app import CodeWhaleApp
 
 
@@ -31,7 +36,7 @@ async def _help(app: CodeWhaleApp, arguments: str) -> None:
         )
         lines.append(f"  /{command.name} {command.usage}".rstrip() + f" — {command.help}{aliases}")
     lines.append(
-        "Keys: Enter send/steer · Shift+Enter newline · Tab mode/queue/complete · "
+        "Keys: Enter send/steer · Shift+Enter newline · Tab Plan ↔ Agent/queue/complete · "
         "Esc cancel · Ctrl+B Work sidebar · Ctrl+Q quit"
     )
     await app.transcript.notice("\n".join(lines))
@@ -60,8 +65,7 @@ async def _agent(app: CodeWhaleApp, arguments: str) -> None:
                 said = "continuing" if outcome.get("resumed") else outcome.get("reason", "")
                 await app.transcript.notice(f"{reply['agent_id']}: {said}")
             else:
-                reply = await runtime.agent(rest.strip())
-                await app.transcript.notice(json.dumps(reply, indent=2)[:4000])
+                await app.transcript.notice(agent_card(runtime.agent_record(rest.strip())))
         except RuntimeRequestError as error:
             await app.transcript.notice(str(error), "error")
         return
@@ -120,7 +124,7 @@ async def _agents(app: CodeWhaleApp, arguments: str) -> None:
 
 MODE_CHOICES = {
     Mode.PLAN: "read-only: reads and searches; writes only plan artifacts",
-    Mode.AGENT: "file edits apply; shell commands and network access ask first",
+    Mode.AGENT: "file edits (as diffs), shell commands and network access ask first",
     Mode.YOLO: "every tool runs without asking, except writes to protected paths",
 }
 
@@ -178,8 +182,25 @@ async def _model(app: CodeWhaleApp, arguments: str) -> None:
 
 
 async def _relay(app: CodeWhaleApp, focus: str) -> None:
-    prompt = relay_prompt(focus, _runtime(app).relay_snapshot(focus))
-    await _prompt(app, prompt, f"/relay {focus.strip()}".strip())
+    """The model answers with the hand-off and the app saves it, so it works in any mode."""
+    runtime = _runtime(app)
+    if app.turn_running:
+        # Its answer must be the hand-off alone, so it cannot wait in the queue.
+        await app.transcript.notice(
+            "A turn is running: /relay once it ends (or press Esc to stop it).", "error"
+        )
+        return
+
+    async def save(result: TurnResult) -> None:
+        try:
+            path = runtime.save_relay(result)
+        except RuntimeRequestError as error:
+            await app.transcript.notice(str(error), "error")
+            return
+        await app.transcript.notice(f"Hand-off saved to {path}")
+
+    shown = f"/relay {focus.strip()}".strip()
+    await app.start_turn(runtime.relay_request(focus), shown=shown, then=save)
 
 
 async def _sessions(app: CodeWhaleApp, arguments: str) -> None:
@@ -273,6 +294,35 @@ async def _quit(app: CodeWhaleApp, arguments: str) -> None:
     await app.action_quit()
 
 
+async def _skills(app: CodeWhaleApp, arguments: str) -> None:
+    skills = _runtime(app).skills
+    if not skills.skills:
+        text = "No skills: put one in .claude/skills/<name>/SKILL.md (or .codewhale/skills/)."
+    else:
+        text = "Skills (the model loads them with the skill tool; /name runs one):\n"
+        text += listing(skills.skills.values())
+    notes = [f"  not loaded: {warning}" for warning in skills.warnings]
+    await app.transcript.notice("\n".join([text, *notes]))
+
+
+def skill_commands(skills: SkillSet) -> list[SlashCommand]:
+    """`/<name>` for each skill the user may run, sending its instructions as a prompt."""
+
+    def runner(skill: Skill) -> Handler:
+        async def run(app: CodeWhaleApp, arguments: str) -> None:
+            shown = f"/{skill.name} {arguments.strip()}".rstrip()
+            await _prompt(app, skill_prompt(skill, arguments), shown)
+
+        return run
+
+    return [
+        SlashCommand(
+            skill.name, f"skill: {skill.description[:80]}", runner(skill), usage=skill.argument_hint
+        )
+        for skill in skills.for_user()
+    ]
+
+
 async def _prompt(app: CodeWhaleApp, prompt: str, shown: str) -> None:
     if app.turn_running:
         _runtime(app).queue(prompt)
@@ -320,6 +370,8 @@ def build_registry() -> CommandRegistry:
             needs_session=False,
         ),
         SlashCommand("memory", "show the memory file the model sees", _memory),
+        SlashCommand("skills", "list the skills of this workspace and user", _skills),
+        SlashCommand("permissions", "allow/ask/deny rules: list, remove N", permissions_command),
         SlashCommand(
             "mcp",
             "MCP servers: their state and tools; trust a project's .mcp.json",
@@ -327,6 +379,9 @@ def build_registry() -> CommandRegistry:
             usage="[trust]",
         ),
         SlashCommand("revert", "restore files changed in the last N turns", _revert, usage="[N]"),
+        SlashCommand("status", "session, model, mode, context, tokens, sub-agents", show_status),
+        SlashCommand("cost", "tokens and cost of the session and of each sub-agent", show_cost),
+        SlashCommand("diff", "show the files this session changed, and their diffs", show_diff),
         SlashCommand(
             "compact", "summarise the older turns to free context (the newest stay)", _compact
         ),

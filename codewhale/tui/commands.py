@@ -43,9 +43,6 @@ class CommandRegistry:
     def find(self, name: str) -> SlashCommand | None:
         return self._lookup.get(name.lower())
 
-    def completions(self, prefix: str) -> list[str]:
-        return sorted(name for name in self._lookup if name.startswith(prefix.lower()))
-
     def unknown_message(self, name: str) -> str:
         close = difflib.get_close_matches(name, list(self._lookup), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else ""

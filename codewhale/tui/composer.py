@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
+from codewhale.tui.paste import Pastes, folds
+
+if TYPE_CHECKING:
+    from codewhale.tui.completion import Completion
+
 
 class Composer(TextArea):
     """Enter sends (or steers); Shift+Enter / Ctrl+J add a newline; Up recalls history.
 
-    Tab is context dependent and handled by the app: it cycles the mode on an empty
-    draft, queues the draft while a turn runs, and completes commands and paths otherwise.
+    Tab is context dependent and handled by the app: it switches Plan ↔ Agent on an
+    empty draft, queues the draft while a turn runs, and completes commands and paths otherwise.
     """
 
     @dataclass
@@ -34,13 +40,19 @@ class Composer(TextArea):
             soft_wrap=True,
             show_line_numbers=False,
             compact=True,
-            placeholder="Ask CodeWhale… (/ for commands, @ for files, Tab cycles mode)",
+            placeholder="Ask CodeWhale… (/ for commands, @ for files, Tab: Plan ↔ Agent)",
         )
         self.prompt_history: list[str] = []
         self._history_index: int | None = None
+        self.pastes = Pastes()
+        # Set by the app: the `/` and `@` list, which takes its keys first while open.
+        self.completion: Completion | None = None
 
     async def _on_key(self, event: events.Key) -> None:
-        if event.key == "enter":
+        if self.completion is not None and self.completion.take_key(event.key):
+            event.prevent_default()
+            event.stop()
+        elif event.key == "enter":
             event.prevent_default()
             event.stop()
             text = self.text
@@ -69,6 +81,13 @@ class Composer(TextArea):
             event.prevent_default()
             event.stop()
             self._recall(+1)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # A long paste is kept aside and shows as one token (tui/paste.py); a short one
+        # is left to TextArea, which inserts it.
+        if not self.read_only and folds(event.text):
+            event.prevent_default()
+            self.insert(self.pastes.add(event.text))
 
     def _recall(self, step: int) -> None:
         index = len(self.prompt_history) if self._history_index is None else self._history_index

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual.markup import escape
 from textual.widgets import Collapsible, Static
 
@@ -14,6 +15,11 @@ if TYPE_CHECKING:
 
 # Past this many lines the body shows the start and says how much is left out.
 MAX_DIFF_LINES = 400
+THEME = "ansi_dark"
+# Backgrounds of added and removed lines, dim enough that the code's colours stay readable.
+ADDED_LINE = "on #12361e"
+REMOVED_LINE = "on #3d1519"
+_HEADER_STYLES = {"@@": "cyan", "+++": "bold", "---": "bold"}
 
 
 def diff_counts(diff: str) -> tuple[int, int]:
@@ -60,16 +66,65 @@ def diff_title(diff: str) -> str:
     return f"{escape(_where(diff))} [green]+{added}[/] [red]−{removed}[/]"
 
 
+def _cut(lines: list[str]) -> list[str]:
+    if len(lines) <= MAX_DIFF_LINES:
+        return lines
+    return [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
+
+
 def diff_renderable(diff: str) -> Syntax:
     """The diff coloured by Rich's diff lexer, cut at MAX_DIFF_LINES."""
     # Here, not at the top: rich.syntax loads pygments, which the first frame does without.
     from rich.syntax import Syntax
 
-    lines = clean_text(diff).splitlines()
-    if len(lines) > MAX_DIFF_LINES:
-        left = len(lines) - MAX_DIFF_LINES
-        lines = [*lines[:MAX_DIFF_LINES], f"… {left} more lines"]
-    return Syntax("\n".join(lines), "diff", theme="ansi_dark", word_wrap=False)
+    lines = _cut(clean_text(diff).splitlines())
+    return Syntax("\n".join(lines), "diff", theme=THEME, word_wrap=False)
+
+
+def highlighted_diff(diff: str) -> Text:
+    """The diff with each file's code coloured for its language (known from the file name),
+    added lines on green and removed lines on red; cut at MAX_DIFF_LINES."""
+    result = Text(no_wrap=True, overflow="ignore")
+    lexer = "text"
+    hunk: list[str] = []  # consecutive code lines of one file, highlighted together
+    for line in _cut(clean_text(diff).splitlines()):
+        if line[:1] in (" ", "+", "-") and not line.startswith(("+++ ", "--- ")):
+            hunk.append(line)
+            continue
+        _append_hunk(result, hunk, lexer)
+        hunk = []
+        if line.startswith("+++ "):
+            lexer = _lexer_for(line[4:].split("\t")[0].strip())
+        result.append(line + "\n", style=_HEADER_STYLES.get(line[:3].rstrip(), "dim"))
+    _append_hunk(result, hunk, lexer)
+    result.rstrip()
+    return result
+
+
+def _lexer_for(name: str) -> str:
+    from rich.syntax import Syntax  # pygments: loaded only once a diff is shown
+
+    guessed = Syntax.guess_lexer(name[2:] if name.startswith(("a/", "b/")) else name)
+    return "text" if guessed == "default" else guessed
+
+
+def _append_hunk(result: Text, lines: list[str], lexer: str) -> None:
+    """Append diff lines: their code highlighted as one text (so a string or comment
+    spanning lines is coloured right), each line's background by its sign."""
+    if not lines:
+        return
+    from rich.syntax import Syntax
+
+    code = Syntax("", lexer, theme=THEME).highlight("\n".join(line[1:] for line in lines))
+    for line, coloured in zip(lines, code.split("\n", allow_blank=True), strict=False):
+        sign = line[:1]
+        row = Text()
+        row.append(sign, style="bold green" if sign == "+" else "bold red" if sign == "-" else "")
+        row.append_text(coloured)
+        if sign != " ":
+            row.stylize(ADDED_LINE if sign == "+" else REMOVED_LINE)
+        result.append_text(row)
+        result.append("\n")
 
 
 class DiffView(Collapsible):

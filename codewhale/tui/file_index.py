@@ -118,11 +118,14 @@ class FileIndex:
             on_done()
 
     def matches(self, query: str, limit: int) -> list[str]:
-        """The `limit` best paths for `query` (fuzzy, case-insensitive), best first."""
+        """The `limit` best paths for `query` (fuzzy, case-insensitive), best first; for
+        an empty query (a bare `@`), the first paths listed."""
         listing = self._listing
         wanted = query.lower().replace("\n", "")
-        if listing is None or not wanted or limit <= 0:
+        if listing is None or limit <= 0:
             return []
+        if not wanted:
+            return list(listing.paths[:limit])
         # Each character after a run of anything but it: a line holding the query as a
         # subsequence matches without backtracking, and the rest cost one scan in C.
         pattern = "".join(f"[^\n{re.escape(char)}]*{re.escape(char)}" for char in wanted)

@@ -20,13 +20,13 @@ from codewhale.runtime.events import AgentSnapshot
 from codewhale.tui.answer import AssistantMessage
 from codewhale.tui.attachments import split_attachments
 from codewhale.tui.diff_view import DiffView, looks_like_diff
+from codewhale.tui.paste import resumed_message
 from codewhale.tui.transcript import (
     AGENT_OPEN,
     AgentCell,
     Notice,
     Reasoning,
     ToolCell,
-    UserMessage,
     agent_heading,
 )
 
@@ -147,7 +147,7 @@ def rebuild(
         made = len(history.widgets)
         if role == "user" and text.strip() and not text.startswith("<codewhale:"):
             typed, attached = split_attachments(text)
-            history.widgets.append(UserMessage(typed))
+            history.widgets.append(resumed_message(typed))
             history.widgets += [Notice(item.chip(), "attachment") for item in attached]
         elif role == "assistant":
             # A result answers a call of the assistant message just before it (ids repeat
@@ -249,7 +249,7 @@ def _agent_cell(result: str, agents: Mapping[str, AgentSnapshot]) -> AgentCell |
     elif snapshot.continuable:
         cell.settle(snapshot.status, CONTINUABLE)
     elif snapshot.terminal:
-        cell.settle(snapshot.status, "")
+        cell.settle(snapshot.status, "", snapshot.summary)
     elif snapshot.status == "running":
         cell.running(snapshot.activity or "working")
     return cell

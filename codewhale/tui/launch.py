@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codewhale.paths import user_dirs
+from codewhale.permissions import Mode
 from codewhale.tui import launch_receipt
 from codewhale.tui.launch_receipt import Appearance
 
@@ -58,6 +59,7 @@ def launch_tui(args: argparse.Namespace) -> int:
         continue_latest=getattr(args, "continue_latest", False),
         overrides=args.overrides,
         initial_prompt=getattr(args, "prompt", None),
+        mode=start_mode(args),
     )
     app.run()
     if app.closed_session is not None:
@@ -66,6 +68,12 @@ def launch_tui(args: argparse.Namespace) -> int:
             print(exit_summary(app.closed_session), flush=True)
     # 129 or 143 when SIGHUP or SIGTERM ended it (tui/hangup.py), as a shell would say.
     return app.return_code or 0
+
+
+def start_mode(args: argparse.Namespace) -> Mode | None:
+    """`--mode`, if given; the app asks before it enters YOLO."""
+    mode = getattr(args, "mode", None)
+    return Mode(mode) if mode else None
 
 
 def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:

@@ -7,6 +7,7 @@ rebuilt; finished rows fade, then fold into one "N done" line that Enter or a cl
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import count
@@ -20,6 +21,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from codewhale.providers.pricing import format_cost
 from codewhale.sanitize import clean_text
 from codewhale.tui.status import Coalescer
 
@@ -38,6 +40,10 @@ KEEP_FINISHED = 5
 TICK_SECS = 1.0
 # A row's text width until it has been laid out (the sidebar's content width).
 ROW_WIDTH = 35
+# A running child quiet this long (no stream delta, no tool starting or ending) says so:
+# the API timeout or the heartbeat ends it minutes later, and until then its clock alone
+# looked like progress.
+QUIET_AFTER_SECS = 15.0
 
 GLYPHS = {
     "pending": "◌",
@@ -98,17 +104,19 @@ def elapsed_text(ms: int) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _plural(number: int, noun: str) -> str:
+def plural(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def counts_text(snapshot: AgentSnapshot) -> str:
-    """Steps (model responses), tool calls and tokens; empty before the first response."""
+def counts_text(snapshot: AgentSnapshot, cost: float | None = None) -> str:
+    """Steps (model responses), tool calls, tokens and cost; empty before the first response."""
     if not (snapshot.steps_taken or snapshot.tool_calls or snapshot.tokens):
         return ""
-    parts = [_plural(snapshot.steps_taken, "step"), _plural(snapshot.tool_calls, "tool")]
+    parts = [plural(snapshot.steps_taken, "step"), plural(snapshot.tool_calls, "tool")]
     if snapshot.tokens:
         parts.append(tokens_text(snapshot.tokens))
+        if cost is not None:  # unknown for a model without a price, or an earlier run's
+            parts.append(format_cost(cost))
     return " ".join(parts)
 
 
@@ -138,8 +146,33 @@ def _room(right: str, width: int) -> int:
     return width - cell_len(right) - (1 if right else 0)
 
 
-def row_text(snapshot: AgentSnapshot, elapsed_ms: int, width: int) -> Text:
-    """Line 1: glyph, nickname, task title, elapsed. Line 2: model (or why it waits), counts."""
+@dataclass
+class Lookups:
+    """What a row asks the session about its child when painted, beyond its snapshot."""
+
+    # When the child last streamed or ran a tool (wall clock); None: not expected to.
+    last_output: Callable[[str], float | None] = lambda agent_id: None
+    # What it (and its own children) cost so far; None: unknown.
+    cost: Callable[[str], float | None] = lambda agent_id: None
+    quiet_after_secs: float = QUIET_AFTER_SECS
+
+    def quiet_ms(self, agent_id: str, now: float) -> int | None:
+        """How long a running child has been quiet, once that is worth saying."""
+        at = self.last_output(agent_id)
+        if at is None or now - at < self.quiet_after_secs:
+            return None
+        return int((now - at) * 1000)
+
+
+def row_text(
+    snapshot: AgentSnapshot,
+    elapsed_ms: int,
+    width: int,
+    quiet_ms: int | None = None,
+    cost: float | None = None,
+) -> Text:
+    """Line 1: glyph, nickname, task title, elapsed. Line 2: model (or why it waits, or
+    how long it has been quiet), counts."""
     color = role_color(snapshot)
     head = Text()
     head.append(f"{GLYPHS.get(snapshot.status, '?')} ", style=color)
@@ -147,11 +180,13 @@ def row_text(snapshot: AgentSnapshot, elapsed_ms: int, width: int) -> Text:
     head.stylize("bold", 2)
     head.append(f" {one_line(snapshot.description)}")
     elapsed = "" if snapshot.status == "pending" else elapsed_text(elapsed_ms)
-    counts = "" if snapshot.continuable else counts_text(snapshot)
+    counts = "" if snapshot.continuable else counts_text(snapshot, cost)
     detail = Text("  ")
     waiting = WAITING_LABELS.get(snapshot.worker_status)
     if snapshot.continuable:  # what to do next matters more here than what it did
         detail.append(CONTINUABLE, style="yellow")
+    elif quiet_ms is not None:  # a stall on its way to the heartbeat's timeout
+        detail.append(f"no output for {elapsed_text(quiet_ms)}", style="yellow")
     else:
         if waiting is not None and not snapshot.terminal:
             detail.append(f"{waiting} ", style="yellow")
@@ -175,8 +210,8 @@ def row_tooltip(snapshot: AgentSnapshot, elapsed_ms: int) -> Text:
                 f"{one_line(snapshot.type)}",
                 f"model {one_line(snapshot.model)}",
                 state,
-                f"{_plural(snapshot.steps_taken, 'step')} · "
-                f"{_plural(snapshot.tool_calls, 'tool call')} · "
+                f"{plural(snapshot.steps_taken, 'step')} · "
+                f"{plural(snapshot.tool_calls, 'tool call')} · "
                 f"{snapshot.tokens:,} tokens · {elapsed_text(elapsed_ms)}",
             ]
         )
@@ -223,13 +258,14 @@ class AgentRow(Static, can_focus=True):
     class Selected(Message):
         agent_id: str
 
-    def __init__(self, snapshot: AgentSnapshot, arrival: int) -> None:
+    def __init__(self, snapshot: AgentSnapshot, arrival: int, lookups: Lookups) -> None:
         super().__init__(id=f"row-{snapshot.agent_id}", classes="agent-row", markup=False)
         self.agent_id = snapshot.agent_id
+        self.lookups = lookups
         self.arrival = arrival  # first seen: the order within the running and waiting groups
         self.snapshot = snapshot
         self.received = wall_clock()  # when `snapshot` came: a running child's time counts on
-        self._elapsed_shown = ""
+        self._times_shown: tuple[str, str] = ("", "")  # elapsed, and quiet for
         self.paint(self.received)
 
     @property
@@ -259,9 +295,18 @@ class AgentRow(Static, can_focus=True):
         self.snapshot = snapshot
         self.received = wall_clock()
 
+    def quiet_ms(self, now: float) -> int | None:
+        if self.snapshot.status != "running":
+            return None
+        return self.lookups.quiet_ms(self.agent_id, now)
+
+    @staticmethod
+    def _times(elapsed_ms: int, quiet_ms: int | None) -> tuple[str, str]:
+        return elapsed_text(elapsed_ms), "" if quiet_ms is None else elapsed_text(quiet_ms)
+
     def tick(self, now: float) -> None:
-        """Redraw when the shown elapsed time changed."""
-        if elapsed_text(self.elapsed_ms(now)) != self._elapsed_shown:
+        """Redraw when the shown elapsed or quiet time changed."""
+        if self._times(self.elapsed_ms(now), self.quiet_ms(now)) != self._times_shown:
             self.paint(now)
 
     def on_resize(self) -> None:
@@ -269,12 +314,14 @@ class AgentRow(Static, can_focus=True):
 
     def paint(self, now: float) -> None:
         elapsed = self.elapsed_ms(now)
-        self._elapsed_shown = elapsed_text(elapsed)
+        quiet = self.quiet_ms(now)
+        self._times_shown = self._times(elapsed, quiet)
         tooltip = row_tooltip(self.snapshot, elapsed)
         if tooltip != self.tooltip:
             self.tooltip = tooltip
         width = laid_out_size(self).width or ROW_WIDTH  # 0: not laid out yet
-        text = row_text(self.snapshot, elapsed, width)
+        cost = self.lookups.cost(self.agent_id)
+        text = row_text(self.snapshot, elapsed, width, quiet, cost)
         # Most events change nothing the row shows (a child's stream moves on, its counts
         # change at the end of a step): only a changed row is drawn again. Two lines
         # whatever they say (`.agent-row` height): no layout pass needed.
@@ -336,6 +383,8 @@ class WorkSidebar(VerticalScroll):
         self.expanded = False  # the user opened the "N done" line
         self._rows: dict[str, AgentRow] = {}
         self._arrivals = count()
+        # Filled in by the app from the session it opens.
+        self.lookups = Lookups()
         # Rows whose snapshot changed since they were painted: painted at most once a frame.
         self._unpainted: dict[str, AgentRow] = {}
         self._painter = Coalescer(self, self._paint_rows)
@@ -384,7 +433,7 @@ class WorkSidebar(VerticalScroll):
         """
         row = self._rows.get(snapshot.agent_id)
         if row is None:
-            row = AgentRow(snapshot, next(self._arrivals))
+            row = AgentRow(snapshot, next(self._arrivals), self.lookups)
             self._rows[snapshot.agent_id] = row
             # Not waited for: it is in place at once, and twenty opened together are
             # mounted and laid out together (see Transcript.add_all).

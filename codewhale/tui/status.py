@@ -21,6 +21,7 @@ from codewhale.permissions import Mode
 from codewhale.providers.pricing import format_cost
 from codewhale.providers.types import Usage
 from codewhale.sanitize import clean_text
+from codewhale.tui.waiting import waiting_text
 
 MODE_STYLES = {Mode.PLAN: "bold green", Mode.AGENT: "bold cyan", Mode.YOLO: "bold red"}
 SEVERITY_STYLES = {"information": "bold cyan", "warning": "bold yellow", "error": "bold red"}
@@ -116,16 +117,22 @@ class StatusLine(Static):
         model: str,
         usage: Usage,
         running: bool,
+        waiting_on: int = 0,
         cost: float | None = None,
         limits: str | None = None,
         sandboxed: bool = True,
+        accept_edits: bool = False,
         children: tuple[int, int] | None = None,
         context: tuple[int, int] | None = None,
     ) -> None:
         """`children` (running, waiting) is given while the Work sidebar is hidden;
-        `context` is (tokens the next request carries, the model's window)."""
+        `context` is (tokens the next request carries, the model's window);
+        `accept_edits`: Agent mode's posture where file changes run unasked;
+        `waiting_on`: the children a running turn is held open for."""
         self._coalescer.drawn()  # an earlier `show_soon` must not draw over this later one
         self._mode = Text(f" {mode.value.upper()} ", style=f"reverse {MODE_STYLES[mode]}")
+        if accept_edits and mode is Mode.AGENT:  # Plan refuses edits, YOLO runs them anyway
+            self._mode.append(" ⏵⏵ accept edits ", style="reverse bold yellow")
         line = Text()
         if children and (said := children_text(*children)):
             line.append(f"  ● {said}", style="bold magenta")
@@ -135,8 +142,11 @@ class StatusLine(Static):
             line.append(f" ({limits})", style="bold yellow")
         if not sandboxed:
             line.append("  no sandbox", style="bold red")
+        # "~": the server sent no counts, so they were estimated from the bytes.
+        about = "~" if usage.estimated else ""
         line.append(
-            f"  ↑{_tokens(usage.input_tokens)} ↓{_tokens(usage.output_tokens)}", style="dim"
+            f"  ↑{about}{_tokens(usage.input_tokens)} ↓{about}{_tokens(usage.output_tokens)}",
+            style="dim",
         )
         prompt = usage.cache_hit_tokens + usage.cache_miss_tokens
         if prompt:
@@ -146,7 +156,9 @@ class StatusLine(Static):
         if cost is not None and usage.total_tokens:
             line.append(f"  {format_cost(cost)}", style="dim")
         if running:
-            line.append("  ● working (Enter steers, Tab queues, Esc cancels)", style="yellow")
+            # A turn held open only for its children is not working: it waits, for minutes.
+            doing = waiting_text(waiting_on) if waiting_on else "working"
+            line.append(f"  ● {doing} (Enter steers, Tab queues, Esc cancels)", style="yellow")
         self._rest = line
         self._paint()
 

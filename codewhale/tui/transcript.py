@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.geometry import Size
@@ -175,6 +176,8 @@ class AgentCell(Static, can_focus=True):
         self.agent_id = agent_id
         self.heading = clean_text(title)
         self.tail = ""
+        # Its report's SUMMARY once it has finished: shown instead of its last lines.
+        self.summary = ""
         self.footer = "queued"
         self._settled = False
         # Preview rows shown: while it runs the preview never shrinks, and it has a row from
@@ -194,19 +197,28 @@ class AgentCell(Static, can_focus=True):
         self.footer = f"running · {clean_text(activity)}"
         self._redraw()
 
-    def settle(self, status: str, detail: str) -> None:
+    def settle(self, status: str, detail: str, summary: str = "") -> None:
+        """Ended as `status` (`detail`: why); `summary` is its report's SUMMARY, if any."""
         self.footer = f"{status}: {clean_text(detail)[:200]}" if detail else status
+        self.summary = " ".join(clean_text(summary).split())
         self._settled = True
         self._redraw()
 
     def _redraw(self) -> None:
-        lines = [line for line in self.tail.splitlines() if line.strip()][-PREVIEW_LINES:]
-        # The end of a long line is what the child is writing now, so that end is kept,
-        # as much of it as fits on one row once the cell is laid out.
         size = laid_out_size(self)
         width = size.width
         keep = min(PREVIEW_WIDTH, width - len("  │ …")) if width else PREVIEW_WIDTH
-        shown = [line if cell_len(line) <= keep else "…" + line_end(line, keep) for line in lines]
+        if self.summary:
+            # A report ends with RISKS and BLOCKERS ("None."): its SUMMARY says what it did.
+            line = f"SUMMARY: {self.summary}"
+            shown = [line if cell_len(line) <= keep else set_cell_size(line, keep - 1) + "…"]
+        else:
+            lines = [line for line in self.tail.splitlines() if line.strip()][-PREVIEW_LINES:]
+            # The end of a long line is what the child is writing now, so that end is
+            # kept, as much of it as fits on one row once the cell is laid out.
+            shown = [
+                line if cell_len(line) <= keep else "…" + line_end(line, keep) for line in lines
+            ]
         if not self._settled:
             shown += [""] * (self._rows - len(shown))
             self._rows = len(shown)
@@ -233,6 +245,14 @@ class Notice(Static):
         super().__init__(clean_text(text), markup=False, classes=f"notice {kind}")
 
 
+def welcome(workspace: Path, model: str, mode: str) -> Notice:
+    """The one line on a new session's empty first screen: where, with what, how to start."""
+    home, shown = Path.home(), str(workspace)
+    if workspace.is_relative_to(home):  # as a shell prompt shows it
+        shown = "~" + shown[len(str(home)) :]
+    return Notice(f"{shown} · {model} · {mode} mode · /help for commands", "welcome")
+
+
 class Transcript(VerticalScroll):
     """Applies engine events to a conversation on screen: the session's, or one child's.
 
@@ -242,8 +262,10 @@ class Transcript(VerticalScroll):
     near the top.
     """
 
-    def __init__(self, *, id: str = "transcript") -> None:
+    def __init__(self, *, id: str = "transcript", keep_line_breaks: bool = False) -> None:
         super().__init__(id=id)
+        # Answers show a single newline as a line break, not as Markdown's space.
+        self.keep_line_breaks = keep_line_breaks
         self._answer: AssistantMessage | None = None
         self._reasoning: Reasoning | None = None
         self._tools: dict[str, ToolCell] = {}
@@ -406,14 +428,22 @@ class Transcript(VerticalScroll):
     def _keep_in_view(self, marker: Widget, offset: int) -> None:
         self.scroll_to(y=marker.virtual_region.y - offset, animate=False, immediate=True)
 
-    async def user(self, text: str, *, steer: bool = False) -> None:
+    async def user(
+        self, text: str, *, steer: bool = False, pastes: dict[str, str] | None = None
+    ) -> None:
+        if pastes:  # folded pastes in it: a cell that unfolds them (tui/paste.py)
+            from codewhale.tui.paste import PastedMessage
+
+            await self.add(PastedMessage(text, pastes, steer=steer))
+            return
         await self.add(UserMessage(text, steer=steer))
 
     async def notice(self, text: str, kind: str = "info") -> None:
         await self.add(Notice(text, kind))
 
-    def agent_envelope(self, envelope: dict, title: str, detail: str) -> None:
-        """Show a child's lifecycle inline: created on open, fed progress, settled at the end."""
+    def agent_envelope(self, envelope: dict, title: str, detail: str, summary: str = "") -> None:
+        """Show a child's lifecycle inline: created on open, fed progress, settled at the end
+        (with `summary`, its report's SUMMARY, when it has one)."""
         agent_id = envelope["agent_id"]
         cell = self._agents.get(agent_id)
         if cell is None:
@@ -430,7 +460,7 @@ class Transcript(VerticalScroll):
         if kind in ("started", "tool_call_started"):
             cell.running(envelope.get("tool", "thinking"))
         elif kind in ("completed", "failed", "cancelled", "interrupted"):
-            cell.settle(kind, detail)
+            cell.settle(kind, detail, summary)
 
     def _show_tails(self) -> None:
         tails, self._tails = self._tails, {}
@@ -482,6 +512,8 @@ class Transcript(VerticalScroll):
             await self.notice(f"steer accepted: {event.text}", "steer")
         elif isinstance(event, events.ErrorEvent):
             await self.notice(event.message, "error")
+        elif isinstance(event, events.WarningEvent):
+            await self.notice(event.message, "warning")
         # /compact says what it did itself; these are the ones a turn did on its own.
         elif isinstance(event, events.ContextCompacted) and event.trigger == "auto":
             await self.notice(

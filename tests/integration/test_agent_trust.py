@@ -62,7 +62,8 @@ def open_child(llm, env, workspace, task: str, type_name: str) -> subprocess.Com
     """One exec run whose parent opens a `type_name` child on `task`; the child tries to
     write `<task>.txt` and then reports."""
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": task, "type": type_name})]))
-    result = codewhale(env, "exec", "-C", str(workspace), f"delegate {task}")
+    # Edits ask in Agent mode: approved, so only the trust decides whether the write happens.
+    result = codewhale(env, "exec", "-C", str(workspace), "--approve", "auto", f"delegate {task}")
     assert result.returncode == 0, result.stderr
     return result
 

@@ -4,9 +4,10 @@ A repository armed as the measured attack armed it (core.hooksPath at committed 
 clean/smudge filters, a textconv, an external diff and a merge driver for `*.md`, an
 fsmonitor), or as a husky user sets it up: every place the app runs git (the file
 listing, the claim check, the branch in the prompt, a worktree's creation, summary,
-apply and removal), then a real `codewhale exec --approve deny` whose model uses them
-all, leave no witness. Unsandboxed the overrides alone must hold; sandboxed the same
-calls must still work (the repository under /tmp, hidden by the sandbox's own /tmp).
+apply and removal), then a real `codewhale exec --approve auto` whose model uses them
+all (its only approvals are the child's edit and the apply), leave no witness.
+Unsandboxed the overrides alone must hold; sandboxed the same calls must still work
+(the repository under /tmp, hidden by the sandbox's own /tmp).
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def test_codewhale_exec_runs_no_repository_code_and_leaks_no_key(llm, tmp_path, 
         DEEPSEEK_API_KEY=TEST_KEY,
     )
     done = subprocess.run(
-        [sys.executable, "-m", "codewhale", "exec", "-C", str(repo), "--approve", "deny", "go"],
+        [sys.executable, "-m", "codewhale", "exec", "-C", str(repo), "--approve", "auto", "go"],
         capture_output=True,
         text=True,
         env=env,

@@ -2,7 +2,8 @@
 
 `.git/config`, `.codewhale/`, `.claude/` and `.mcp.json` name programs that later run
 outside the sandbox; with every approval denied, none of them is written in Agent or
-YOLO mode, while an ordinary file in the same run is.
+YOLO mode, while an ordinary file in the same run is written in YOLO mode (Agent mode
+asks for every edit, so there it is denied too).
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ def test_denied_protected_writes_leave_the_repository_as_it_was(llm, tmp_path, m
     assert (workspace / ".git" / "config").read_text() == GIT_CONFIG
     for path in list(PLANTS)[1:]:
         assert not (workspace / path).exists(), path
-    assert (workspace / "notes.md").read_text() == "fine\n"
     asked = [json.loads(line) for line in done.stdout.splitlines()]
     asked = [event for event in asked if event.get("type") == "approval_requested"]
-    assert sorted(event["summary"].split(" ")[0] for event in asked) == sorted(PLANTS)
+    protected = [event["summary"].split(" ")[0] for event in asked if not event["file_change"]]
+    assert sorted(protected) == sorted(PLANTS)
+    if mode == "yolo":
+        assert (workspace / "notes.md").read_text() == "fine\n"
+        assert len(asked) == len(PLANTS)
+    else:
+        assert not (workspace / "notes.md").exists()
+        assert [event["files"] for event in asked if event["file_change"]] == [["notes.md"]]

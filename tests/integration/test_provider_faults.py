@@ -154,6 +154,7 @@ async def test_an_empty_body_is_an_error_never_an_empty_answer(llm):
         with pytest.raises(errors.EmptyResponseError) as caught:
             await client.complete(HELLO)
     assert "empty body" in str(caught.value)
+    assert "context window (n_ctx)" in str(caught.value)  # what usually causes it
     assert len(llm.requests) == 1
 
 

@@ -50,7 +50,8 @@ def as_expected(completion: Completion) -> dict[str, Any]:
             for call in completion.tool_calls
         ],
         "finish_reason": completion.finish_reason,
-        "usage": None if completion.usage is None else dataclasses.asdict(completion.usage),
+        # A provider's counts are never estimated: the recorded files list the counts only.
+        "usage": None if completion.usage is None else _counts(completion.usage),
     }
 
 
@@ -291,3 +292,9 @@ def test_a_non_streamed_reply_reads_the_same_shapes():
     }
     completion = completion_from_message(body)
     assert (completion.reasoning, completion.content) == ("Hm.", "42")
+
+
+def _counts(usage: Usage) -> dict[str, int]:
+    counts = dataclasses.asdict(usage)
+    assert counts.pop("estimated") is False
+    return counts

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from codewhale.engine import events
 from codewhale.permissions import Mode
 from codewhale.runtime import RuntimeRequestError
 from codewhale.subagents.spawn import SpawnError
@@ -105,8 +106,10 @@ def test_two_isolated_implementers_on_one_file_apply_once_and_conflict_once(llm,
         CODEWHALE_BASE_URL=llm.base_url,
         DEEPSEEK_API_KEY=TEST_KEY,
     )
+    command = [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace)]
     result = subprocess.run(
-        [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "make both"],
+        # The children's edits and the applies ask in Agent mode; the script only edits.
+        [*command, "--approve", "auto", "make both"],
         capture_output=True,
         text=True,
         env=env,
@@ -266,7 +269,7 @@ async def test_apply_works_after_a_restart_and_only_once(llm, make_session, tmp_
 async def test_agent_apply_follows_the_mode_like_an_edit(llm, make_session, tmp_path):
     workspace = make_repo(tmp_path / "repo").resolve()
     llm.route(for_task("make c"), *writes("make c", "c.txt", "c\n"))
-    session = make_session(mode=Mode.AGENT)
+    session = make_session(mode=Mode.AGENT, approve="approve")
     agent_id = session.manager.open({"prompt": "make c", "isolation": "worktree"})["agent_id"]
     await wait_done(session, agent_id)
     apply = ToolCallSpec("agent_apply", {"agent_id": agent_id})
@@ -278,8 +281,10 @@ async def test_agent_apply_follows_the_mode_like_an_edit(llm, make_session, tmp_
 
     llm.enqueue(Reply(tool_calls=[apply]), Reply(text="yes"))
     session.set_mode(Mode.AGENT)
-    await session.submit("apply it now")  # an edit-class call: Agent mode does not ask
+    await session.submit("apply it now")  # an edit-class call: Agent mode asks, as for edits
     await session.close()
+    asked = [e for e in session.seen if isinstance(e, events.ApprovalRequested)]
+    assert asked[-1].tool == "agent_apply" and asked[-1].file_change
     [applied] = tool_results(llm.requests[-1].json)
     assert json.loads(applied)["applied"] is True and (workspace / "c.txt").read_text() == "c\n"
 

@@ -127,6 +127,8 @@ class Reply:
     interleave: bool = False
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+    # False: no usage at all, as some local servers answer (llama-cpp-python's server).
+    sends_usage: bool = True
     model: str | None = None
     chunk_size: int | None = None
     chunk_delay: float = 0.0
@@ -513,7 +515,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         finish = [{"index": 0, "delta": {}, "finish_reason": reply.finish()}]
         yield self._chunk_line(reply, body, finish)
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if reply.sends_usage and (body.get("stream_options") or {}).get("include_usage"):
             yield self._chunk_line(reply, body, [], usage=self._usage(reply))
         yield b"data: [DONE]\n\n"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,11 +39,16 @@ def off_peak_prices(monkeypatch):
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    root = tmp_path / "repo"
+def workspace():
+    """A workspace whose path has the same length in every run: the prompt carries it, so
+    the token counts, context % and costs the screens show must not change with pytest's
+    run number or xdist worker (`/tmp/pytest-of-root/pytest-99/popen-gw1/...`)."""
+    scratch = Path(tempfile.mkdtemp(prefix="codewhale-tui-"))
+    root = scratch / "repo"
     root.mkdir()
     (root / "notes.txt").write_text("hello\n")
-    return root
+    yield root
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture
@@ -92,3 +99,13 @@ class Layouts:
             return refresh_layout(*args, **kwargs)
 
         screen._refresh_layout = counted
+
+
+def completion_rows(app) -> list[str]:
+    """The `/` or `@` list's rows as the user reads them; empty while it is closed."""
+    from codewhale.tui.completion import CompletionMenu
+
+    menu = app.query_one(CompletionMenu)
+    if not menu.display:
+        return []
+    return [str(menu.get_option_at_index(i).prompt) for i in range(menu.option_count)]

@@ -3,6 +3,7 @@ only once the user names it."""
 
 from __future__ import annotations
 
+from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.transcript import Notice
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
@@ -49,8 +50,13 @@ async def test_agent_trust_lists_then_trusts_and_the_session_uses_it(llm, make_a
         assert last_notice(app) == "Trusted in this workspace: explore"
         assert not any(entry.not_trusted for entry in app.runtime.agent_types())
 
-        # The running session opens the project's explore from now on: it may write.
+        # The running session opens the project's explore from now on: it may write (and,
+        # in Agent mode, asks first, naming the child).
         await type_and_send(pilot, "explore it")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert app.screen.request.requester.endswith(", explore)")
+        assert app.screen.request.files == ("found.txt",)
+        await pilot.press("y")
         await wait_for(pilot, lambda: (workspace / "found.txt").exists())
         await wait_for(pilot, lambda: not app.turn_running)
         await app.action_quit()

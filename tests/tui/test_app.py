@@ -24,7 +24,7 @@ from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AgentCell, AssistantMessage, Notice, ToolCell, UserMessage
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
-from tests.tui.conftest import REPORT, type_and_send, wait_for
+from tests.tui.conftest import REPORT, completion_rows, type_and_send, wait_for
 
 SNAPSHOT_WORKSPACE = Path(tempfile.gettempdir()) / "codewhale-snapshot-workspace"
 
@@ -313,9 +313,10 @@ async def test_sub_agent_cell_streams_then_settles(llm, make_app, workspace):
         # While it runs the cell previews the lines being written...
         await wait_for(pilot, lambda: "│ line" in str(cell.render()))
         await wait_for(pilot, lambda: not app.turn_running)
-        # ...and once done, the end of its final answer.
+        # ...and once done, its report's SUMMARY, not the report's last lines.
         rendered = str(cell.render())
-        assert "└ completed" in rendered and "│ BLOCKERS: None." in rendered
+        assert "└ completed" in rendered and "│ SUMMARY: done" in rendered
+        assert "BLOCKERS" not in rendered
         await app.action_quit()
 
 
@@ -432,14 +433,13 @@ async def test_typing_a_slash_or_at_shows_completions(make_app, workspace):
         await pilot.click("#composer")
         for char in "/re":
             await pilot.press(char)
-        await pilot.pause(0.1)
-        hint = str(app.query_one("#hint").render())
-        assert "/relay [focus]" in hint and "/revert [N]" in hint
+        await wait_for(pilot, lambda: bool(completion_rows(app)))
+        listed = " ".join(completion_rows(app))
+        assert "/relay [focus]" in listed and "/revert [N]" in listed
         app.composer.clear()
         for char in "see @not":
             await pilot.press(char if char != " " else "space")
-        await pilot.pause(0.1)
-        assert "notes.txt" in str(app.query_one("#hint").render())
+        await wait_for(pilot, lambda: completion_rows(app) == ["notes.txt"])
         await pilot.press("tab")
         assert app.composer.text == "see @notes.txt "
         await app.action_quit()

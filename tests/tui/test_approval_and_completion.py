@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from rich.syntax import Syntax
+from rich.text import Text
 from textual.widgets import Button, Input, Static
 
 from codewhale.config import load_config
 from codewhale.engine.dispatch import ToolDispatcher
-from codewhale.permissions import ApprovalClass
 from codewhale.providers.types import ToolCall
 from codewhale.tools.base import ToolContext
 from codewhale.tools.edit import EditFile
@@ -29,19 +28,13 @@ from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AssistantMessage, Notice, ToolCell, UserMessage
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
-from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
+from tests.tui.conftest import REPORT, completion_rows, is_child, type_and_send, wait_for
 
 FIXED = Path(tempfile.gettempdir()) / "codewhale-snapshot-approval"
 DEPLOY = (
     "make build && ./scripts/deploy.sh --target staging --region eu-west-1 "
     "--tag release-2024-06-01 --notify ops@example.com --dry-run=false"
 )
-
-
-class AskingEdit(EditFile):
-    """edit_file as a setup whose writes ask first would offer it (Agent mode lets writes run)."""
-
-    approval = ApprovalClass.REQUIRED
 
 
 def visible_text(screen) -> str:
@@ -85,9 +78,16 @@ async def test_a_childs_command_names_the_child_and_shows_all_of_it(llm, make_ap
         text = visible_text(dialog)
         assert f"Sub-agent {nickname} (deployer, implementer) asks to run exec_shell" in text
         assert DEPLOY in text
-        labels = [str(button.label) for button in dialog.query(Button)]
-        assert labels == ["Approve once [y]", "Always this session [a]", "Deny [n]"]
-        assert "y approve once · a always this session · n / Esc deny" in text
+        labels = [str(button.label) for button in dialog.query(Button) if button.display]
+        assert labels == [
+            "Approve once [y]",
+            "Always this session [a]",
+            "Always in this project [p]",
+            "Deny [n]",
+            "Deny and say why [m]",
+        ]
+        assert "y approve once · a always this session · p always in this project" in text
+        assert "n / Esc deny · m deny and say why" in text
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
         await app.action_quit()
@@ -227,7 +227,7 @@ async def test_an_edit_asks_with_its_diff_and_writes_only_once_approved(llm, mak
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.runtime is not None)
         dispatcher = ToolDispatcher(
-            ToolRegistry([AskingEdit()]),
+            ToolRegistry([EditFile()]),
             ToolContext(workspace=workspace, session_id="edit-test"),
             lambda event: app.post_message(EngineEvent(event)),
         )
@@ -236,10 +236,12 @@ async def test_an_edit_asks_with_its_diff_and_writes_only_once_approved(llm, mak
         running = asyncio.create_task(dispatcher.run([call]))
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         preview = app.screen.query_one(".preview", Static)
-        assert isinstance(preview.content, Syntax)
-        assert preview.content.lexer is not None and preview.content.lexer.name == "Diff"
-        shown = preview.content.code
+        assert isinstance(preview.content, Text)
+        shown = preview.content.plain
         assert "-    return a - b" in shown and "+    return a + b" in shown
+        # The code is coloured as Python, not only by the diff's signs.
+        keyword = shown.index("return")
+        assert any(span.start <= keyword < span.end for span in preview.content.spans)
         assert target.read_text() == "def add(a, b):\n    return a - b\n"
         await pilot.press("y")
         [outcome] = await running
@@ -249,7 +251,7 @@ async def test_an_edit_asks_with_its_diff_and_writes_only_once_approved(llm, mak
 
 
 async def test_a_protected_write_asks_in_agent_mode_and_says_why(llm, make_app, workspace):
-    """Agent mode lets edits run, but not one of `.mcp.json`: the dialog says why."""
+    """A write to `.mcp.json` asks as a protected path, not as an edit: the dialog says why."""
     plant = {"path": ".mcp.json", "content": '{"mcpServers": {}}\n'}
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("write_file", plant)]), Reply(text="ok"))
     app = make_app(workspace)
@@ -286,9 +288,8 @@ async def test_at_completion_offers_gits_files_and_never_codewhale_state(llm, ma
         await pilot.click("#composer")
         for key in ("@", "a", "p", "p"):
             await pilot.press(key)
-        hint = app.query_one("#hint", Static)
-        await wait_for(pilot, lambda: "indexing" not in str(hint.render()))
-        offered = str(hint.render()).split()
+        await wait_for(pilot, lambda: "indexing" not in " ".join(completion_rows(app)))
+        offered = completion_rows(app)
         assert offered[0] == "src/app.py"
         assert not any(".codewhale" in path or path.startswith("build/") for path in offered)
         await pilot.press("tab")
@@ -297,7 +298,7 @@ async def test_at_completion_offers_gits_files_and_never_codewhale_state(llm, ma
         for key in ("@", "s", "e", "s", "s"):
             await pilot.press(key)
         await pilot.pause(0.05)
-        assert ".codewhale" not in str(hint.render())
+        assert not any(".codewhale" in path for path in completion_rows(app))
         await app.action_quit()
 
 
@@ -360,7 +361,7 @@ def test_snapshot_edit_approval_diff(snap_compare, llm, fixed_app):
     async def run_before(pilot):
         await wait_for(pilot, lambda: app.runtime is not None)
         dispatcher = ToolDispatcher(
-            ToolRegistry([AskingEdit()]),
+            ToolRegistry([EditFile()]),
             ToolContext(workspace=FIXED, session_id="edit-snapshot"),
             lambda event: app.post_message(EngineEvent(event)),
         )

@@ -350,6 +350,9 @@ async def _freeze_rows(app, pilot):
     """Elapsed seconds tick while a child runs; pin them so the picture is repeatable."""
     from dataclasses import replace
 
+    # How long a running child has been quiet depends on the machine's speed: not shown
+    # (tests/tui/test_what_is_happening.py pictures it).
+    app.sidebar.lookups.quiet_after_secs = float("inf")
     for row in app.query(AgentRow):
         row.show(replace(app.runtime.manager.snapshot_of(row.agent_id), elapsed_ms=0))
     await settle(app, pilot)
@@ -382,6 +385,11 @@ def test_snapshot_work_sidebar_with_running_and_finished_children(snap_compare, 
                 == 2
             ),
         )
+        await wait_for(pilot, lambda: bool(app.child_wait.remaining))  # held for Humphrey
+        # Whether Moby's end woke the parent or came while its answer streamed depends on
+        # timing; the marker that says so has its own test (test_what_is_happening.py).
+        for marker in app.query(".wake"):
+            await marker.remove()
 
         await pilot.pause(0.1)
         await _freeze_rows(app, pilot)

@@ -145,7 +145,7 @@ def test_snapshot_an_edit_as_a_coloured_diff(snap_compare, llm, monkeypatch):
         app.runtime.set_mode(Mode.YOLO)
         await type_and_send(pilot, "greet the world")
         await wait_for(pilot, lambda: not app.turn_running and bool(app.query(AssistantMessage)))
-        cell, diff = app.transcript.children[1:3]
+        cell, diff = app.transcript.children[2:4]  # under the welcome line and the prompt
         assert isinstance(cell, ToolCell) and isinstance(diff, DiffView) and diff.collapsed
         cell.title = cell.title.rsplit("  ", 1)[0]  # the duration varies from run to run
         diff.collapsed = False

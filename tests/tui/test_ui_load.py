@@ -21,10 +21,11 @@ from codewhale.subagents.events import (
 from codewhale.tui import batches
 from codewhale.tui.app import CodeWhaleApp, EngineEvent, superseded_by
 from codewhale.tui.batches import Batches
+from codewhale.tui.completion import CompletionMenu
 from codewhale.tui.sidebar import AgentRow
 from codewhale.tui.transcript import AgentCell
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
-from tests.tui.conftest import REPORT, is_child, type_and_send, wait_for
+from tests.tui.conftest import REPORT, completion_rows, is_child, type_and_send, wait_for
 
 
 class Recorder:
@@ -144,26 +145,28 @@ async def test_a_burst_of_stream_tails_shows_the_last_one(llm, make_app, workspa
         await app.action_quit()
 
 
-async def test_typing_leaves_an_unchanged_hint_alone(make_app, workspace):
+async def test_typing_plain_words_leaves_the_completion_list_alone(make_app, workspace):
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: app.runtime is not None)
-        updates: list[str] = []
-        update = app.hint.update
+        menu = app.query_one(CompletionMenu)
+        rebuilds: list[int] = []
+        clear_options = menu.clear_options
 
-        def counting(content="", *, layout: bool = True) -> None:
-            updates.append(str(content))
-            update(content, layout=layout)
+        def counting() -> CompletionMenu:
+            rebuilds.append(menu.option_count)
+            return clear_options()
 
-        app.hint.update = counting  # type: ignore[method-assign]
+        menu.clear_options = counting  # type: ignore[method-assign]
         await pilot.click("#composer")
         for char in "plain words":
             await pilot.press(char if char != " " else "space")
-        assert updates == []  # the hint was empty and stays empty: nothing to lay out
+        # The list was closed and stays closed: nothing is rebuilt or laid out.
+        assert rebuilds == [] and not menu.display
         app.composer.clear()
         await pilot.press("slash")
-        await wait_for(pilot, lambda: bool(updates))
-        assert "/help" in updates[-1]
+        await wait_for(pilot, lambda: bool(completion_rows(app)))
+        assert any(row.startswith("/help") for row in completion_rows(app))
         await app.action_quit()
 
 

@@ -12,6 +12,7 @@ from codewhale.subagents.catalog import (
     AgentCatalog,
     first_sentence,
 )
+from codewhale.subagents.definition_problems import startup_notices
 from codewhale.subagents.definitions import load_definitions, parse_definition
 from codewhale.subagents.roles import Role, served_tools
 from codewhale.subagents.spawn import SpawnError, resolve_model, resolve_type, tool_limit
@@ -206,7 +207,8 @@ def test_a_definition_named_like_a_role_loads_and_says_so_once(tmp_path):
         "the name 'reviewer' is also a role name: type 'reviewer' opens this definition, "
         "role 'reviewer' the built-in review role"
     ]
-    assert sum("also a role name" in line for line in loaded.warnings()) == 1
+    everyone = [w for definition in loaded.definitions.values() for w in definition.warnings]
+    assert sum("also a role name" in warning for warning in everyone) == 1
     # The shipped code-reviewer shares a role alias by design and is not reported.
     assert not loaded.definitions["code-reviewer"].warnings
     assert resolve_type({"type": "reviewer"}, loaded)[2] is reviewer
@@ -294,7 +296,7 @@ def test_listing_resolves_models_and_tools_now(tmp_path):
 
 def test_builtin_definitions_match_the_spec():
     loaded = load_definitions([], KNOWN)
-    assert loaded.errors == [] and loaded.warnings() == []
+    assert loaded.errors == [] and startup_notices(loaded) == []
     reviewer = loaded.definitions["code-reviewer"]
     assert (reviewer.base_role, reviewer.color, reviewer.source) == (
         Role.REVIEW,

@@ -6,6 +6,7 @@ import pytest
 
 from codewhale.digest_trust import DigestTrustStore
 from codewhale.paths import user_dirs
+from codewhale.subagents.definition_problems import startup_notices
 from codewhale.subagents.definition_trust import (
     load_workspace_definitions,
     pick_held,
@@ -55,7 +56,7 @@ def test_a_project_definition_shadowing_a_role_alias_yields_to_the_role(places):
     assert hold.reasons == ("it shadows 'explorer', an alias of the built-in explore role",)
     assert hold.shadows and hold.instead == "the built-in explore role is used"
     # One line, and not the "also a role name" note, which describes a definition in use.
-    lines = loaded.warnings()
+    lines = startup_notices(loaded)
     assert len(lines) == 1 and "not trusted" in lines[0] and "also a role name" not in lines[0]
 
 

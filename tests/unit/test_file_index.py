@@ -137,4 +137,5 @@ def test_queries_with_regex_characters_match_literally(tmp_path):
     assert index.matches("\\n", 5) == ["weird\\name.txt"]
     # A name with a newline in it is left out rather than read as two paths.
     assert index.matches("line", 5) == []
-    assert index.matches("", 5) == []
+    # A bare `@` offers the first paths listed.
+    assert index.matches("", 2) == ["a+b/[x].py", "a/b/x.py"]

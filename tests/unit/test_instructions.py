@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from codewhale.engine.instructions import (
+    MAX_FILE_CHARS,
     MAX_TOTAL_CHARS,
     instruction_files,
+    load_instructions,
     project_instructions,
 )
+from codewhale.skills import SkillSet
 from codewhale.subagents import launch
 from codewhale.subagents.roles import Role
 from codewhale.subagents.spawn import SpawnRequest
@@ -95,6 +98,61 @@ def test_a_child_working_in_a_subdirectory_gets_that_directorys_instructions(
         max_depth=0,
         workspace=repo / "pkg",
     )
-    prompt = launch.system_prompt(request, memory=None)
+    prompt = launch.system_prompt(request, memory=None, skills=SkillSet())
     assert "root agents rules" in prompt and "pkg claude rules" in prompt
     assert prompt.index("root claude rules") < prompt.index("pkg claude rules")
+
+
+def test_a_file_over_the_limit_is_cut_at_a_line_end_with_a_marker(repo, tmp_path):
+    env = home_env(tmp_path, user_files=False)
+    # 20.7k characters of 68-character lines: the limit falls in the middle of one.
+    line = "Keep every public function documented and tested before merging. ok\n"
+    agents = (line * 305).rstrip("\n")
+    assert len(agents) > 20_700 and MAX_FILE_CHARS % len(line) != 0
+    (repo / "AGENTS.md").write_text(agents)
+    (repo / "CLAUDE.md").unlink()
+    text = project_instructions(repo, env)
+    body, marker = text.rsplit("\n\n[", 1)
+    kept = body.split("\n\n", 1)[1]
+    assert kept.endswith("before merging. ok")  # a whole line, not cut mid-sentence
+    left_out = len(agents) - len(kept)
+    lines_left = agents[len(kept) :].strip("\n").count("\n") + 1
+    assert marker == (
+        f"AGENTS.md is cut here: {left_out:,} more characters ({lines_left:,} lines) are "
+        f"left out, past the limit of {MAX_FILE_CHARS:,} per file]"
+    )
+    assert len(kept) <= MAX_FILE_CHARS
+
+
+def test_a_file_without_line_ends_is_cut_at_the_limit(repo, tmp_path):
+    env = home_env(tmp_path, user_files=False)
+    (repo / "AGENTS.md").write_text("x" * (MAX_FILE_CHARS + 700))
+    text = project_instructions(repo, env)
+    assert (
+        "x" * MAX_FILE_CHARS + "\n\n[AGENTS.md is cut here: 700 more characters (1 lines)" in text
+    )
+
+
+def test_files_left_out_for_the_budget_are_named_in_one_warning(repo, tmp_path):
+    env = home_env(tmp_path, user_files=True)
+    # Each within the per-file limit; together with the root CLAUDE.md, over the total.
+    (repo / "pkg" / "CLAUDE.md").write_text("y" * 19_995)
+    (repo / "AGENTS.md").write_text("x" * 19_995)
+    loaded = load_instructions(repo / "pkg", env)
+    assert "y" * 19_995 in loaded.text and "root claude rules" in loaded.text
+    assert "x" * 100 not in loaded.text and "user agents rules" not in loaded.text
+    home = tmp_path / "home"
+    dropped = [
+        str(home / "cw" / "config" / "AGENTS.md"),
+        str(home / ".claude" / "CLAUDE.md"),
+        str(repo / "AGENTS.md"),
+    ]
+    assert loaded.warnings == (
+        f"instruction files left out to keep them within {MAX_TOTAL_CHARS:,} characters in "
+        f"all (the closest files come first): {', '.join(dropped)}",
+    )
+
+
+def test_nothing_left_out_means_no_warning(repo, tmp_path):
+    loaded = load_instructions(repo, home_env(tmp_path, user_files=True))
+    assert loaded.warnings == () and "user agents rules" in loaded.text

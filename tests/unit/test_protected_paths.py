@@ -113,8 +113,10 @@ async def test_plan_mode_refuses_a_protected_write_without_asking(repo):
     assert run.asked == [] and not (repo / ".mcp.json").exists()
 
 
-async def test_ordinary_writes_do_not_ask(repo):
-    run = Run(repo, Mode.AGENT)
+async def test_ordinary_writes_do_not_ask_in_yolo_mode(repo):
+    """Agent mode asks for every file change (tests/unit/test_edit_review.py); YOLO only
+    for protected paths."""
+    run = Run(repo, Mode.YOLO)
     ok, _ = await run.call("write_file", path="src/a.py", content="x = 1\n")
     assert ok and run.asked == []
 

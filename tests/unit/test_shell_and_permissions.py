@@ -182,7 +182,7 @@ def test_confine_refuses_escapes(tmp_path):
         (ApprovalClass.AUTO, Mode.PLAN, Verdict.ALLOW),
         (ApprovalClass.SUGGEST, Mode.PLAN, Verdict.DENY),
         (ApprovalClass.REQUIRED, Mode.PLAN, Verdict.DENY),
-        (ApprovalClass.SUGGEST, Mode.AGENT, Verdict.ALLOW),
+        (ApprovalClass.SUGGEST, Mode.AGENT, Verdict.ASK),
         (ApprovalClass.REQUIRED, Mode.AGENT, Verdict.ASK),
         (ApprovalClass.REQUIRED, Mode.YOLO, Verdict.ALLOW),
     ],
