@@ -312,3 +312,32 @@ def test_a_second_start_checks_without_loading_the_config_models(keyed_setup):
 
     assert start().split() == ["LoadedConfig", "True"]
     assert start().split() == ["Appearance", "False"]
+
+
+def test_a_whole_exec_run_never_imports_textual(llm, tmp_path):
+    """`codewhale exec` is the headless path: a run with a tool call and an answer imports
+    no module of the UI stack (issue 31's import hygiene), seen by `-X importtime`."""
+    from tests.support.llm_server import Reply, ToolCallSpec
+    from tests.support.settings import TEST_KEY, app_environment
+
+    (tmp_path / "notes.txt").write_text("hello\n")
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})]), Reply(text="ok")
+    )
+    env = app_environment(
+        CODEWHALE_HOME=str(tmp_path / "home"),
+        CODEWHALE_BASE_URL=llm.base_url,
+        DEEPSEEK_API_KEY=TEST_KEY,
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "codewhale", "exec", "-C", str(tmp_path), "go"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "codewhale.headless" in imported  # the probe sees the run's own modules
+    ui = {n for n in imported if n == "textual" or n.startswith(("textual.", "codewhale.tui"))}
+    assert not ui, sorted(ui)
