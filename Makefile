@@ -16,7 +16,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
 WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codewhale/wheels/native-off
 LLAMA_LOG := $(WHEEL_CACHE)/build.log
 
-.PHONY: run test lint bench local clean
+.PHONY: run test test-stress lint bench local clean
 
 $(BIN)/python:
 	@echo "==> Creating the virtualenv $(VENV) ($(PYTHON))"
@@ -76,6 +76,11 @@ lint: $(STAMP_DEV)
 test: lint $(STAMP_LOCAL)
 	@$(COMPILE)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The suite three times with two CPU-burning processes beside it: a test that fails here
+# depends on timing (tests/support/stress.py).
+test-stress: $(STAMP_DEV) $(STAMP_LOCAL)
+	$(BIN)/python -m tests.support.stress $(PYTEST_ARGS)
 
 bench: $(STAMP_DEV) $(STAMP_LOCAL)
 	$(BIN)/python -m bench
