@@ -45,6 +45,7 @@ from codewhale.subagents.definition_trust import load_workspace_definitions
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.tools import agent_tools
+from codewhale.tools.background import exit_note
 from codewhale.tools.base import ToolContext
 from codewhale.tools.registry import default_tools
 from codewhale.tools.session_changes import SessionChanges
@@ -150,6 +151,9 @@ def open_runtime(
     # A resumed session counts on from the totals it had (spent money stays spent).
     meter = UsageMeter.from_json(previous.meter) if previous is not None else UsageMeter()
     root = Opener(None, conversation, Inbox(), meter, context, ROOT_DEPTH)
+    # A background task that ends by itself is news for the conversation (its own turn
+    # or the next one); tasks a child started tell the parent too, which owns the session.
+    context.background.on_exit = lambda task: root.inbox.runtime_event(exit_note(task))
     skills = load_skills(workspace)
     warnings += skills.warnings
     builtin_tools = [*default_tools(sandbox), *skill_tools(skills)]

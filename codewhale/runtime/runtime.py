@@ -393,6 +393,7 @@ class Runtime:
         self._closed = True
         await self.engine.stop()
         await self.manager.shutdown()
+        await self.engine.context.background.close()
         await self.rlm.close_all()
         await self.mcp.close()
         # Children and RLM calls may have spent more since the last turn ended.

@@ -14,6 +14,7 @@ from codewhale.handles import HandleStore
 from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, confine
 from codewhale.redaction import Redactor
 from codewhale.rules.ruleset import PermissionRules
+from codewhale.tools.background import BackgroundTasks
 from codewhale.tools.journal import ChangeJournal, PreImage
 from codewhale.work_state import WorkState
 
@@ -54,6 +55,8 @@ class ToolContext:
     # The session's changes for /diff, shared by all writing in its work tree (None: not
     # recorded, e.g. a child in a worktree of its own).
     changes: SessionChanges | None = None
+    # The session's background shell tasks, shared by the whole tree.
+    background: BackgroundTasks = field(default_factory=BackgroundTasks)
 
     @property
     def mode(self) -> Mode:

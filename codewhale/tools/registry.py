@@ -45,6 +45,7 @@ def default_tools(sandbox: SandboxConfig | None = None) -> list[Tool]:
 
     `sandbox` is the user's `[sandbox]` section, for the shell tool (defaults otherwise).
     """
+    from codewhale.tools.background_tools import ShellKill, ShellOutput
     from codewhale.tools.edit import EditFile
     from codewhale.tools.files import ListDir, ReadFile, WriteFile
     from codewhale.tools.patch import ApplyPatch
@@ -68,6 +69,8 @@ def default_tools(sandbox: SandboxConfig | None = None) -> list[Tool]:
         EditFile(),
         ApplyPatch(),
         ExecShell(sandbox),
+        ShellOutput(),
+        ShellKill(),
         FetchUrl(),
         UpdatePlan(),
         ChecklistWrite(),

@@ -96,6 +96,11 @@ class ExecShell(Tool):
             "command": {"type": "string"},
             "timeout_secs": {"type": "integer", "description": f"1..{MAX_TIMEOUT_SECS}"},
             "cwd": {"type": "string", "description": "directory inside the workspace"},
+            "background": {
+                "type": "boolean",
+                "description": "start it and answer at once with a task_id (dev servers, "
+                "watchers, long runs); read it with shell_output, stop it with shell_kill",
+            },
         },
         "required": ["command"],
     }
@@ -115,6 +120,9 @@ class ExecShell(Tool):
             max(int(arguments.get("timeout_secs") or DEFAULT_TIMEOUT_SECS), 1), MAX_TIMEOUT_SECS
         )
         cwd = context.path(arguments.get("cwd") or ".")
+        background = arguments.get("background") is True
+        if background and (full := context.background.room()) is not None:
+            raise ToolError(full)
         started = time.monotonic()
         with self._launch(command, context, cwd) as launch:
             process = await asyncio.create_subprocess_exec(
@@ -126,6 +134,13 @@ class ExecShell(Tool):
                 env=child_environment(os.environ, self._sandbox.pass_env),
                 start_new_session=True,  # its own process group, so we can kill all of it
                 pass_fds=launch.pass_fds,
+            )
+        if background:
+            task_id = context.background.add(command, context.session_id, process)
+            return ToolResult(
+                f"[started in the background as {task_id}] Read its output with "
+                f'shell_output {{"task_id": "{task_id}"}} (block: true waits for its end); '
+                "stop it with shell_kill. It is stopped when the session ends."
             )
         chunks: list[bytes] = []
         assert process.stdout is not None
