@@ -100,6 +100,11 @@ class SubagentsConfig(Section):
     models: dict[str, str] = Field(default_factory=dict)
     # Finished isolated children's worktrees are deleted this long after they finished.
     worktree_keep_hours: Annotated[int, Bounds(0, 8760)] = 24
+    # Each child's budget unless agent_open sets its own (unset: no limit); a child over
+    # it is stopped and recorded failed with the budget as its reason.
+    max_runtime_secs: Annotated[float, Bounds(1, 86400)] | None = None
+    max_tokens: Annotated[int, Bounds(1_000, 100_000_000)] | None = None
+    max_cost_usd: Annotated[float, Bounds(0.001, 10_000)] | None = None
 
     @field_validator("models")
     @classmethod

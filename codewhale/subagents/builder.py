@@ -88,7 +88,7 @@ class ChildBuilder:
             authority=launch.child_authority(request, opener.authority).to_json(),
         )
         record.artifacts["transcript"] = str(self.store.transcript_path(agent_id))
-        child = Child(record=record, opener=opener)
+        child = Child(record=record, opener=opener, budget=request.budget)
         prompt = launch.system_prompt(request, self.memory_text(), self.skills)
         parent_prefix = opener.conversation.request_prefix() if request.fork_context else None
         messages = launch.first_messages(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from codewhale.authority import Authority
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import Engine
+from codewhale.subagents.budget import Budget
 from codewhale.subagents.lifecycle import ChildState, state_of
 from codewhale.subagents.records import WorkerRecord
 from codewhale.tools.base import ToolContext
@@ -48,6 +49,10 @@ class Child:
     # What it (and its own children) spent this run; kept when a finished child's engine
     # is let go, so /cost can still say what each child cost.
     meter: UsageMeter | None = None
+    # What it may spend (agent_open, `[subagents]` defaults); the runner enforces it.
+    budget: Budget = field(default_factory=Budget)
+    # The watchdog that ends it at its max_runtime_secs, while it runs.
+    deadline: asyncio.TimerHandle | None = None
     # Its own opener when it may open children (max_depth > 0).
     seat: Opener | None = None
     first_prompt: str = ""

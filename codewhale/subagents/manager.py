@@ -298,6 +298,8 @@ class SubAgentManager:
     def _child_event(self, child: Child, event: events.Event) -> None:
         # The record first, so a watcher reading the child's snapshot sees this event applied.
         self.progress.on_event(child, event)
+        if isinstance(event, events.UsageEvent):
+            self.runner.check_spending(child)
         for watcher in tuple(self._watchers.get(child.agent_id, ())):
             watcher(event)
 

@@ -57,9 +57,23 @@ class ChildRunner:
         """Run the child as a detached task (a continuation when `resume_note` is given)."""
         child.done = asyncio.Event()
         child.stop = None
-        child.task = asyncio.get_running_loop().create_task(self._run(child, resume_note))
+        loop = asyncio.get_running_loop()
+        child.task = loop.create_task(self._run(child, resume_note))
         child.task.add_done_callback(lambda _: self._settle(child))
+        if (secs := child.budget.max_runtime_secs) is not None:
+            reason = child.budget.runtime_reason()
+            child.deadline = loop.call_later(
+                secs, lambda: self.stop(child, ChildState.FAILED, reason)
+            )
         self.liveness.ensure_running()
+
+    def check_spending(self, child: Child) -> None:
+        """Stop a child that has spent past its budget's tokens or dollars."""
+        if child.meter is None:
+            return
+        meter = child.meter
+        if reason := child.budget.spent_reason(meter.total.total_tokens, meter.cost_usd):
+            self.stop(child, ChildState.FAILED, reason)
 
     async def _run(self, child: Child, resume_note: str | None) -> None:
         record = child.record
@@ -99,6 +113,9 @@ class ChildRunner:
 
     def _settle(self, child: Child) -> None:
         """Runs when the task ends, even one cancelled before its first line executed."""
+        if child.deadline is not None:
+            child.deadline.cancel()
+            child.deadline = None
         if not child.record.terminal:
             self._finish_stopped(child)
         child.done.set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from codewhale.config_models import SubagentsConfig
 from codewhale.permissions import confine
 from codewhale.providers.presets import PRESETS
 from codewhale.providers.settings import ProviderSettings
+from codewhale.subagents.budget import Budget, BudgetError, parse_budget
 from codewhale.subagents.definition_problems import unknown_type_error
 from codewhale.subagents.definitions import AgentDefinition, DefinitionSet
 from codewhale.subagents.roles import Role, RoleError, lookup_role
@@ -49,6 +50,14 @@ class SpawnRequest:
     # Where it starts; with isolation: worktree, the same place in its worktree once made.
     workspace: Path
     isolation: Isolation = Isolation.NONE
+    budget: Budget = field(default_factory=Budget)
+
+
+def _budget(arguments: Mapping[str, Any], config: SubagentsConfig) -> Budget:
+    try:
+        return parse_budget(arguments, config)
+    except BudgetError as error:
+        raise SpawnError(str(error)) from None
 
 
 def first_of(arguments: Mapping[str, Any], *keys: str) -> Any:
@@ -242,6 +251,7 @@ def parse_spawn(
         max_depth=max_depth,
         workspace=child_root,
         isolation=isolation,
+        budget=_budget(arguments, config),
     )
 
 

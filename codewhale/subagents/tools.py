@@ -69,6 +69,9 @@ class AgentOpen(_AgentTool):
                 "description": "worktree: its own git worktree (HEAD + your uncommitted "
                 "changes); nothing reaches your files until agent_apply",
             },
+            "max_runtime_secs": {"type": "number", "description": "stop it after this long"},
+            "max_tokens": {"type": "integer", "description": "stop it past this many tokens"},
+            "max_cost_usd": {"type": "number", "description": "stop it past this cost"},
         },
     }
 

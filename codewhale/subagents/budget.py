@@ -1,0 +1,55 @@
+"""A child's budget: how long it may run, how many tokens and dollars it may spend.
+
+From agent_open's `max_runtime_secs`, `max_tokens` and `max_cost_usd`, else the
+`[subagents]` defaults (unset: no limit). A child over its budget is stopped and
+recorded `failed` with the budget it went past as its reason, so a runaway fan-out costs
+what the parent allowed and no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from codewhale.config_models import SubagentsConfig
+
+FIELDS = ("max_runtime_secs", "max_tokens", "max_cost_usd")
+
+
+class BudgetError(ValueError):
+    """A budget argument that is not a positive number; the message names it."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_runtime_secs: float | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+    def runtime_reason(self) -> str:
+        return f"budget: ran past max_runtime_secs={self.max_runtime_secs:g}"
+
+    def spent_reason(self, tokens: int, cost: float | None) -> str | None:
+        """Why spending `tokens` (and `cost` dollars) is over this budget; None if it is not."""
+        if self.max_tokens is not None and tokens > self.max_tokens:
+            return f"budget: {tokens:,} tokens used, over max_tokens={self.max_tokens:,}"
+        if self.max_cost_usd is not None and cost is not None and cost > self.max_cost_usd:
+            return f"budget: ${cost:.4f} spent, over max_cost_usd={self.max_cost_usd:g}"
+        return None
+
+    def to_json(self) -> dict[str, float | int]:
+        return {name: value for name in FIELDS if (value := getattr(self, name)) is not None}
+
+
+def parse_budget(arguments: Mapping[str, Any], config: SubagentsConfig) -> Budget:
+    """The budget agent_open asks for, each part defaulting to `[subagents]`'s."""
+    values: dict[str, Any] = {}
+    for name in FIELDS:
+        value = arguments.get(name)
+        if value is None:
+            value = getattr(config, name)
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise BudgetError(f"{name} must be a positive number, got {value!r}")
+        values[name] = int(value) if name == "max_tokens" and value is not None else value
+    return Budget(**values)

@@ -1,0 +1,78 @@
+"""Per-child budgets through a real `codewhale exec` (issue 30, item 5): a child past its
+max_runtime_secs or max_tokens ends `failed` with the budget as its reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.support.llm_server import Fault, Reply, ToolCallSpec
+from tests.support.settings import TEST_KEY, app_environment
+from tests.support.subagents import REPORT, for_task
+
+
+def run_exec(llm, tmp_path, config: str = "") -> tuple[subprocess.CompletedProcess[str], list]:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text(config)
+    env = app_environment(
+        CODEWHALE_HOME=str(home), CODEWHALE_BASE_URL=llm.base_url, DEEPSEEK_API_KEY=TEST_KEY
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "codewhale", "exec", "-C", str(workspace), "--json", "go"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    listing = subprocess.run(
+        [sys.executable, "-m", "codewhale", "agents", "list", "--json", "-C", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    return result, json.loads(listing.stdout)["agents"]
+
+
+def open_child(**budget) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "slow job", **budget})])
+
+
+def test_a_child_past_its_runtime_ends_failed_with_the_budget(llm, tmp_path):
+    llm.route(for_task("slow job"), Reply(fault=Fault.stall(seconds=60)))
+    llm.enqueue(open_child(max_runtime_secs=1), Reply(text="waiting"))
+    llm.respond = lambda body: Reply(text="done")
+    result, agents = run_exec(llm, tmp_path)
+    assert result.returncode == 0, result.stderr
+    (child,) = agents
+    assert child["status"] == "failed"
+    assert "budget: ran past max_runtime_secs=1" in json.dumps(child)
+
+
+def test_a_child_past_its_tokens_ends_failed_and_the_default_comes_from_config(llm, tmp_path):
+    heavy = {"prompt_tokens": 6000, "completion_tokens": 50, "total_tokens": 6050}
+    llm.route(
+        for_task("slow job"),
+        Reply(tool_calls=[ToolCallSpec("list_dir", {"path": "."})], usage=heavy),
+        Reply(text=REPORT, usage=heavy),
+    )
+    llm.enqueue(open_child(), Reply(text="waiting"))
+    llm.respond = lambda body: Reply(text="done")
+    result, agents = run_exec(llm, tmp_path, "[subagents]\nmax_tokens = 5000\n")
+    assert result.returncode == 0, result.stderr
+    (child,) = agents
+    assert child["status"] == "failed"
+    assert "budget: 6,050 tokens used, over max_tokens=5,000" in json.dumps(child)
+
+
+def test_a_budget_that_is_not_a_positive_number_is_refused(llm, tmp_path):
+    llm.enqueue(open_child(max_cost_usd=-1), Reply(text="ok"))
+    result, agents = run_exec(llm, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert agents == []
+    refused = [m["content"] for m in llm.requests[1].json["messages"] if m["role"] == "tool"]
+    assert "max_cost_usd must be a positive number, got -1" in refused[0]
