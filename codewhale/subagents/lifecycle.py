@@ -68,10 +68,11 @@ TRANSITIONS: dict[ChildState, frozenset[ChildState]] = {
     ChildState.QUEUED: frozenset({ChildState.STARTING}) | TERMINAL,
     ChildState.STARTING: ACTIVE | TERMINAL,
     **{state: (ACTIVE - {state}) | TERMINAL for state in ACTIVE},
-    # Only an interrupted child (API timeout, restart, quit) can be continued.
+    # An interrupted child (API timeout, restart, quit) can be continued; a completed or
+    # failed one revived with a follow-up (agent_eval's message), on its own transcript.
     ChildState.INTERRUPTED: frozenset({ChildState.QUEUED}),
-    ChildState.COMPLETED: frozenset(),
-    ChildState.FAILED: frozenset(),
+    ChildState.COMPLETED: frozenset({ChildState.QUEUED}),
+    ChildState.FAILED: frozenset({ChildState.QUEUED}),
     ChildState.CANCELLED: frozenset(),
 }
 

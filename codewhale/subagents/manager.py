@@ -62,6 +62,13 @@ from codewhale.tools.session_changes import images_of
 
 __all__ = ["QUEUED_TEXT", "SubAgentManager"]
 
+# A finished child an agent_eval message revives (a cancelled one was stopped on purpose).
+REVIVABLE = frozenset({"completed", "failed"})
+REVIVE_NOTE = (
+    "Your opener has a follow-up on your last assignment (your earlier messages, tool "
+    "results and report are above). Work on it, then end with a new report in the same "
+    "format.\n\nFollow-up:\n{message}"
+)
 CONTINUE_NOTE = (
     "Your previous run was interrupted ({reason}). Continue the assignment from where you "
     "stopped; your earlier messages and tool results are above."
@@ -471,7 +478,9 @@ class SubAgentManager:
         child = self.find(first_of(arguments, "agent_id", "name", "agent_name", "id"), opener)
         extra: dict[str, Any] = {}
         message = first_of(arguments, "message", "input")
-        if message is not None:
+        if message is not None and child.record.status in REVIVABLE:
+            extra["revival"] = self._revive(child, opener, str(message))
+        elif message is not None:
             extra["message_delivery"] = delivery.deliver_message(
                 child, str(message), bool(arguments.get("interrupt"))
             )
@@ -521,6 +530,33 @@ class SubAgentManager:
                 self.lifecycle.move(waiter.record, ChildState.RUNNING_TOOL)
                 self.liveness.touch(waiter)
 
+    def _revive(self, child: Child, opener: Opener | None, message: str) -> dict[str, Any]:
+        """A new run of a finished child on its own transcript, `message` its next task."""
+        try:
+            self.admission.check_capacity(self.live_count())
+        except SpawnError:
+            return {"revived": False, "reason": "sub-agent limit reached"}
+        record = child.record
+        previous = record.run_id
+        self._restart(child, opener, "revived with a follow-up")
+        record.run_id = "run_" + secrets.token_hex(6)
+        self.runner.start(child, resume_note=REVIVE_NOTE.format(message=message))
+        return {"revived": True, "run_id": record.run_id, "previous_run_id": previous}
+
+    def _restart(self, child: Child, opener: Opener | None, why: str) -> None:
+        """Queue an ended child again: its engine back, this process its owner."""
+        record = child.record
+        if opener is not None:
+            child.opener = opener  # its completion goes to whoever restarted it
+        if child.engine is None:
+            self.builder.rebuild(child)
+        else:
+            child.engine.client = self.client.clone()
+        self.lifecycle.move(record, ChildState.QUEUED, why)
+        owner = this_process()
+        record.owner_pid, record.owner_start = owner.pid, owner.start
+        record.session_boot_id = self.session_boot_id
+
     def _continue(self, child: Child, opener: Opener | None) -> dict[str, Any]:
         record = child.record
         if record.status != "interrupted" or record.checkpoint is None:
@@ -530,16 +566,7 @@ class SubAgentManager:
         except SpawnError:
             return {"resumed": False, "reason": "sub-agent limit reached"}
         reason = record.error or "interrupted"
-        if opener is not None:
-            child.opener = opener  # its completion goes to whoever continued it
-        if child.engine is None:
-            self.builder.rebuild(child)
-        else:
-            child.engine.client = self.client.clone()
-        self.lifecycle.move(record, ChildState.QUEUED, "continuing from its checkpoint")
-        owner = this_process()
-        record.owner_pid, record.owner_start = owner.pid, owner.start
-        record.session_boot_id = self.session_boot_id
+        self._restart(child, opener, "continuing from its checkpoint")
         self.runner.start(child, resume_note=CONTINUE_NOTE.format(reason=reason))
         return {"resumed": True}
 

@@ -102,8 +102,10 @@ class AgentEval(_AgentTool):
     timeout_secs = 3600 + 60
     description = (
         "Inspect a sub-agent (by agent_id or name), optionally send it a message (delivered "
-        "at its next step; interrupt: true drops its pending inputs first), resume an "
-        "interrupted one with continue: true, or block up to timeout_ms for it to finish."
+        "at its next step; interrupt: true drops its pending inputs first; to a completed or "
+        "failed one, a new run on its own context with the message as its next task), "
+        "resume an interrupted one with continue: true, or block up to timeout_ms for it to "
+        "finish."
     )
     parameters = {
         "type": "object",

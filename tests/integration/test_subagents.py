@@ -12,6 +12,7 @@ import pytest
 from codewhale.permissions import Mode
 from codewhale.providers.client import encode_body
 from codewhale.runtime import events
+from codewhale.subagents.lifecycle import ChildState
 from codewhale.subagents.manager import QUEUED_TEXT
 from codewhale.subagents.spawn import SpawnError
 from codewhale.subagents.store import SubagentStore
@@ -223,10 +224,14 @@ async def test_api_timeout_interrupts_and_continue_resumes_from_the_checkpoint(l
     assert "Continue the assignment" in contents[-1]
 
 
-async def test_message_to_a_finished_child_is_not_an_error(llm, make_session):
+async def test_message_to_a_cancelled_child_is_not_an_error(llm, make_session):
+    """A completed or failed child is revived by a message (test_revive_child.py); one
+    stopped on purpose is not, and says so."""
     session = make_session()
-    llm.route(for_task("quick"), Reply(text=REPORT))
+    llm.route(for_task("quick"), Reply(fault=Fault.stall(seconds=60)))
     opened = session.manager.open({"prompt": "quick"})
+    child = session.manager.find(opened["agent_id"])
+    session.manager.stop(child, ChildState.CANCELLED, "cancelled by the test")
     await wait_done(session, opened["agent_id"])
     reply = await session.manager.evaluate({"agent_id": opened["agent_id"], "input": "more?"})
     await session.close()
@@ -234,7 +239,7 @@ async def test_message_to_a_finished_child_is_not_an_error(llm, make_session):
         "delivered": False,
         "reason": "session already terminated; follow-up not delivered",
     }
-    assert reply["result"] == REPORT and reply["status"] == "completed"
+    assert reply["status"] == "cancelled"
 
 
 async def test_message_to_a_running_child_arrives_at_its_next_step(llm, make_session):
