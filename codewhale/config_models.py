@@ -105,6 +105,9 @@ class SubagentsConfig(Section):
     max_runtime_secs: Annotated[float, Bounds(1, 86400)] | None = None
     max_tokens: Annotated[int, Bounds(1_000, 100_000_000)] | None = None
     max_cost_usd: Annotated[float, Bounds(0.001, 10_000)] | None = None
+    # How many children one turn of one conversation may open (unset: no limit beyond
+    # max_concurrent): a runaway fan-out is refused, not queued.
+    max_children_per_turn: Annotated[int, Bounds(1, 1000)] | None = None
 
     @field_validator("models")
     @classmethod

@@ -42,7 +42,13 @@ from codewhale.subagents.records import AgentSnapshot, WorkerRecord, snapshot_of
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.runner import ChildRunner
-from codewhale.subagents.spawn import SpawnError, SpawnRequest, first_of, parse_spawn
+from codewhale.subagents.spawn import (
+    FanOutLimitError,
+    SpawnError,
+    SpawnRequest,
+    first_of,
+    parse_spawn,
+)
 from codewhale.subagents.state.owners import this_process
 from codewhale.subagents.state_log import FLUSH_DELAY_SECS, CoalescedWriter
 from codewhale.subagents.store import StateFileError, StateWriteError, SubagentStore
@@ -103,6 +109,9 @@ class SubAgentManager:
         skills: SkillSet | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        # Per conversation: (its current turn, children it opened in that turn), for
+        # max_children_per_turn.
+        self._opened_in_turn: dict[str | None, tuple[int, int]] = {}
         self.client = client
         self.settings = settings
         self.config = config
@@ -354,8 +363,23 @@ class SubAgentManager:
             raise SpawnError(
                 f"max_depth must be at most {opener.depth} for a sub-agent opened here"
             )
+        self._check_fan_out(opener)
         self._check_room(request)
         return request
+
+    def _opened_this_turn(self, opener: Opener) -> int:
+        """Children `opener` opened in its current turn (its journal counts its turns)."""
+        turn, opened = self._opened_in_turn.get(opener.agent_id, (-1, 0))
+        return opened if turn == opener.context.journal.current_turn else 0
+
+    def _check_fan_out(self, opener: Opener) -> None:
+        limit = self.config.max_children_per_turn
+        if limit is not None and self._opened_this_turn(opener) >= limit:
+            raise FanOutLimitError(
+                f"this turn has opened {limit} sub-agents, the most one turn may "
+                f"([subagents] max_children_per_turn = {limit}); work with their results, "
+                "or ask the user to raise the limit"
+            )
 
     def _check_room(self, request: SpawnRequest) -> None:
         self.admission.check_capacity(self.live_count())
@@ -368,6 +392,8 @@ class SubAgentManager:
         if prepared is not None:
             request = replace(request, workspace=prepared.workspace)
         child = self.builder.create(request, opener)
+        turn = opener.context.journal.current_turn
+        self._opened_in_turn[opener.agent_id] = (turn, self._opened_this_turn(opener) + 1)
         if prepared is not None:
             try:
                 self.worktrees.adopt(child.record, prepared)

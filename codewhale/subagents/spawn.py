@@ -34,6 +34,10 @@ class SpawnError(ValueError):
     """agent_open arguments the runtime refuses; the message is returned to the model."""
 
 
+class FanOutLimitError(SpawnError):
+    """One turn has opened as many children as `[subagents] max_children_per_turn` allows."""
+
+
 @dataclass(frozen=True)
 class SpawnRequest:
     prompt: str

@@ -76,3 +76,17 @@ def test_a_budget_that_is_not_a_positive_number_is_refused(llm, tmp_path):
     assert agents == []
     refused = [m["content"] for m in llm.requests[1].json["messages"] if m["role"] == "tool"]
     assert "max_cost_usd must be a positive number, got -1" in refused[0]
+
+
+def test_a_fan_out_past_max_children_per_turn_is_refused_not_queued(llm, tmp_path):
+    llm.route(for_task("job"), Reply(text=REPORT))
+    opens = [ToolCallSpec("agent_open", {"prompt": f"job {n}"}) for n in range(5)]
+    llm.enqueue(Reply(tool_calls=opens), Reply(text="three ran"))
+    llm.respond = lambda body: Reply(text="done")
+    result, agents = run_exec(llm, tmp_path, "[subagents]\nmax_children_per_turn = 3\n")
+    assert result.returncode == 0, result.stderr
+    assert len(agents) == 3
+    parent = [r.json for r in llm.requests if not for_task("job")(r.json)]
+    answers = [m["content"] for m in parent[1]["messages"] if m["role"] == "tool"]
+    refused = [a for a in answers if "max_children_per_turn = 3" in a]
+    assert len(refused) == 2 and "this turn has opened 3 sub-agents" in refused[0]
