@@ -15,11 +15,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from codewhale.engine.loop import TurnResult
     from codewhale.runtime.build import RuntimeSetupError, open_runtime
-    from codewhale.runtime.runtime import Runtime, RuntimeRequestError
+    from codewhale.runtime.runtime import RlmSummary, Runtime, RuntimeRequestError
 
-__all__ = ["Runtime", "RuntimeRequestError", "RuntimeSetupError", "TurnResult", "open_runtime"]
+__all__ = [
+    "RlmSummary",
+    "Runtime",
+    "RuntimeRequestError",
+    "RuntimeSetupError",
+    "TurnResult",
+    "open_runtime",
+]
 
 _HOMES = {
+    "RlmSummary": "codewhale.runtime.runtime",
     "Runtime": "codewhale.runtime.runtime",
     "RuntimeRequestError": "codewhale.runtime.runtime",
     "RuntimeSetupError": "codewhale.runtime.build",

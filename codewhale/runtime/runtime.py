@@ -11,14 +11,15 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from codewhale.config import LoadedConfig
 from codewhale.engine.compaction import Compaction, CompactionError
 from codewhale.engine.conversation import UsageMeter
 from codewhale.engine.events import Event
 from codewhale.engine.loop import Engine, TurnResult
-from codewhale.mcp.hub import McpHub
+from codewhale.mcp.hub import McpHub, ServerStatus
+from codewhale.mcp.specs import ServerSpec
 from codewhale.permissions import Mode
 from codewhale.providers.client import ChatClient
 from codewhale.providers.local_server import LocalServer
@@ -40,6 +41,13 @@ from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
 from codewhale.subagents.spawn import SpawnError, validate_model
 from codewhale.tools.session_changes import FileChange, compare
+
+
+class RlmSummary(NamedTuple):
+    name: str
+    context_chars: int
+    evals: int
+    calls: int
 
 
 class RuntimeRequestError(ValueError):
@@ -150,6 +158,38 @@ class Runtime:
 
     def agents(self) -> tuple[AgentSnapshot, ...]:
         return self.manager.snapshot()
+
+    def agent_snapshot(self, agent_id: str) -> AgentSnapshot | None:
+        return self.manager.snapshot_of(agent_id)
+
+    def agent_records(self) -> list[dict[str, Any]]:
+        """Every child's record as plain data, as `codewhale agents list --json` gives it."""
+        return self.manager.records()
+
+    def agent_streamed_text(self, agent_id: str) -> str:
+        """What the child's current model request has streamed so far."""
+        return self.manager.streamed_text(agent_id)
+
+    def agent_last_output(self, agent_id: str) -> float | None:
+        """When the child last streamed anything (wall clock), while it could."""
+        return self.manager.last_output_at(agent_id)
+
+    def agent_cost(self, agent_id: str) -> float | None:
+        return self.manager.cost_of(agent_id)
+
+    def children_waited_on(self, since: float) -> list[AgentSnapshot]:
+        """The children a wait that started at `since` is for."""
+        return self.manager.waited_on(since)
+
+    def live_children(self) -> int:
+        return self.manager.live_count()
+
+    def rlm_summaries(self) -> list[RlmSummary]:
+        """Each open RLM session: its name, context size, evals and sub-calls so far."""
+        return [
+            RlmSummary(name, len(s.context), s.evals, s.kernel.rpc_count)
+            for name, s in self.rlm.sessions.items()
+        ]
 
     def agent_spending(self) -> list[AgentSpending]:
         """Tokens and cost of each child (its own children included), in delegation order."""
@@ -378,6 +418,13 @@ class Runtime:
     def tool_names(self) -> frozenset[str]:
         """The names of the tools this session has now (MCP servers' included)."""
         return frozenset(self.engine.tools.names())
+
+    def mcp_untrusted(self) -> list[ServerSpec]:
+        """This project's .mcp.json servers the user has not trusted (they do not start)."""
+        return self.mcp.untrusted()
+
+    def mcp_statuses(self) -> list[ServerStatus]:
+        return self.mcp.statuses()
 
     def trust_mcp(self, names: list[str] | None = None) -> list[str]:
         """Trust this project's .mcp.json servers (all untrusted ones when None), for this

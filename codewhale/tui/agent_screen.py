@@ -123,12 +123,12 @@ class AgentScreen(Screen[None]):
             return
         # Read and subscribe in one synchronous step: no event falls between the two.
         messages = runtime.agent_messages(self.agent_id)
-        streamed = runtime.manager.streamed_text(self.agent_id)
+        streamed = runtime.agent_streamed_text(self.agent_id)
         self._unwatch = runtime.watch_agent(self.agent_id, self._follow)
         record = next(
-            (r for r in runtime.manager.records() if r["agent_id"] == self.agent_id), None
+            (r for r in runtime.agent_records() if r["agent_id"] == self.agent_id), None
         )
-        snapshot = runtime.manager.snapshot_of(self.agent_id)
+        snapshot = runtime.agent_snapshot(self.agent_id)
         live = snapshot is not None and not snapshot.terminal
 
         def agents() -> dict[str, AgentSnapshot]:
@@ -217,7 +217,7 @@ class AgentScreen(Screen[None]):
     async def _show_grandchild(self, envelope: dict[str, Any]) -> None:
         """A child of this one, in its cell in this transcript."""
         agent_id, kind = envelope["agent_id"], envelope["kind"]
-        snapshot = self.runtime.manager.snapshot_of(agent_id) if self.runtime else None
+        snapshot = self.runtime.agent_snapshot(agent_id) if self.runtime else None
         if snapshot is not None:
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
             detail = envelope.get("message", "") if kind != "completed" else ""
@@ -226,7 +226,7 @@ class AgentScreen(Screen[None]):
     def show_state(self) -> None:
         """The header, and only the actions that apply to the child as it is now."""
         runtime = self.runtime
-        snapshot = runtime.manager.snapshot_of(self.agent_id) if runtime is not None else None
+        snapshot = runtime.agent_snapshot(self.agent_id) if runtime is not None else None
         header = header_text(self.agent_id, snapshot)
         if header != self._header:  # progress events come many a second; most change nothing
             self._header = header

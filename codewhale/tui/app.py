@@ -345,8 +345,8 @@ class CodeWhaleApp(App[None]):
             return
         self.runtime = opened
         self.loaded = opened.loaded
-        self.sidebar.lookups.last_output = opened.manager.last_output_at
-        self.sidebar.lookups.cost = opened.manager.cost_of
+        self.sidebar.lookups.last_output = opened.agent_last_output
+        self.sidebar.lookups.cost = opened.agent_cost
         above = [Notice(warning, "warning") for warning in self.runtime.warnings]
         if not (opened.resumed or self._welcomed):
             self._welcomed = True
@@ -759,7 +759,7 @@ class CodeWhaleApp(App[None]):
             self._agent_event(event.envelope())
             return
         if isinstance(event, events.WaitStarted):
-            self.child_wait.start(self.runtime.manager.waited_on(event.ts))
+            self.child_wait.start(self.runtime.children_waited_on(event.ts))
             self.refresh_status()
         elif isinstance(event, events.WaitEnded):
             if marker := self.child_wait.end():
@@ -772,7 +772,7 @@ class CodeWhaleApp(App[None]):
         ):
             self.sidebar.show_work(self.runtime.work())
         if isinstance(event, events.ToolCallFinished) and event.name.startswith("rlm_"):
-            self.sidebar.show_rlm(self.runtime.rlm.sessions)
+            self.sidebar.show_rlm(self.runtime.rlm_summaries())
         if isinstance(event, events.UsageEvent | events.TurnComplete | events.ContextCompacted):
             self.refresh_status(soon=True)
 
@@ -786,7 +786,7 @@ class CodeWhaleApp(App[None]):
                 await screen.agent_envelope(envelope)
         if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
             runtime = self.runtime
-            snapshot = runtime.manager.snapshot_of(envelope["agent_id"]) if runtime else None
+            snapshot = runtime.agent_snapshot(envelope["agent_id"]) if runtime else None
             name = snapshot.nickname if snapshot else envelope["agent_id"]
             self.notify(f"{name} {envelope['kind']}", title="sub-agent")
             if snapshot is not None:
@@ -801,7 +801,7 @@ class CodeWhaleApp(App[None]):
 
         if self.runtime is None:
             return
-        snapshot = self.runtime.manager.snapshot_of(envelope["agent_id"])
+        snapshot = self.runtime.agent_snapshot(envelope["agent_id"])
         if snapshot is not None:
             self.sidebar.show_agent(snapshot)
             detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
@@ -896,7 +896,7 @@ class CodeWhaleApp(App[None]):
             await self._close_session()
             self.exit()
 
-        running = self.runtime.manager.live_count() if self.runtime is not None else 0
+        running = self.runtime.live_children() if self.runtime is not None else 0
         if running and not isinstance(self.screen, QuitScreen):
 
             async def answered(quit_app: bool | None) -> None:

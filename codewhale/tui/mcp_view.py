@@ -105,7 +105,7 @@ def start_servers(app: CodeWhaleApp, runtime: Runtime) -> Worker[None]:
 
 def ask_trust(app: CodeWhaleApp, runtime: Runtime) -> bool:
     """Ask about the project's untrusted servers; False when there are none."""
-    untrusted = runtime.mcp.untrusted()
+    untrusted = runtime.mcp_untrusted()
     if not untrusted:
         return False
 
@@ -142,4 +142,4 @@ async def _report(app: CodeWhaleApp, runtime: Runtime, problems: list[str]) -> N
 
 
 async def show_servers(app: CodeWhaleApp, runtime: Runtime) -> None:
-    await app.transcript.notice(format_statuses(runtime.mcp.statuses()))
+    await app.transcript.notice(format_statuses(runtime.mcp_statuses()))

@@ -28,6 +28,7 @@ from codewhale.tui.status import Coalescer
 if TYPE_CHECKING:
     # Typing only: the first frame has no rows, and the snapshot's module brings the
     # sub-agents' records and events with it (tests/unit/test_startup.py).
+    from codewhale.runtime import RlmSummary
     from codewhale.runtime.events import AgentSnapshot
 
 # A finished row dims this long after it finished...
@@ -418,10 +419,10 @@ class WorkSidebar(VerticalScroll):
         steps = [f"{marks[s['status']]} {clean_text(s['text'])}" for s in work.get("plan", [])]
         self._fill(self.plan_title, self.plan, steps)
 
-    def show_rlm(self, sessions: dict) -> None:
+    def show_rlm(self, sessions: list[RlmSummary]) -> None:
         lines = [
-            f"{name}  {len(s.context):,} chars · {s.evals} evals · {s.kernel.rpc_count} calls"
-            for name, s in sessions.items()
+            f"{s.name}  {s.context_chars:,} chars · {s.evals} evals · {s.calls} calls"
+            for s in sessions
         ]
         self._fill(self.rlm_title, self.rlm, lines)
 

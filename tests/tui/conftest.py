@@ -15,6 +15,7 @@ from codewhale.tui.agent_screen import AgentScreen
 from codewhale.tui.app import CodeWhaleApp
 from codewhale.tui.armed import ArmedKeys
 from codewhale.tui.sidebar import AgentRow
+from tests.support import llm_server
 from tests.support.settings import TEST_KEY
 
 REPORT = "SUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
@@ -36,6 +37,19 @@ def off_peak_prices(monkeypatch):
     are of an off-peak session whatever the hour they run at (tests/unit/test_pricing.py
     covers the hours)."""
     monkeypatch.setitem(pricing.PEAK_HOURS, "deepseek", lambda at: False)
+
+
+@pytest.fixture
+def fixed_usage(monkeypatch):
+    """Every loopback answer without usage of its own reports the same counts. By default
+    the loopback counts a request's bytes, and a request carries durations and times that
+    a busy machine lengthens by a digit: a picture's context % or cost would follow."""
+    counts = {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
+
+    def usage(handler, reply):
+        return reply.usage if reply.usage is not None else counts
+
+    monkeypatch.setattr(llm_server._Handler, "_usage", usage)
 
 
 @pytest.fixture

@@ -176,7 +176,7 @@ def fixed_app(llm, monkeypatch):
 # -- pictures ---------------------------------------------------------------------------
 
 
-def test_snapshot_six_children_at_120x40(snap_compare, llm, fixed_app, monkeypatch):
+def test_snapshot_six_children_at_120x40(snap_compare, llm, fixed_app, monkeypatch, fixed_usage):
     app = fixed_app()
 
     async def run_before(pilot):
@@ -190,7 +190,7 @@ def test_snapshot_six_children_at_120x40(snap_compare, llm, fixed_app, monkeypat
 
 
 def test_snapshot_six_children_at_80x24_with_the_sidebar_shown(
-    snap_compare, llm, fixed_app, monkeypatch
+    snap_compare, llm, fixed_app, monkeypatch, fixed_usage
 ):
     app = fixed_app()
 

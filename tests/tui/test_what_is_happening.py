@@ -18,7 +18,6 @@ from codewhale.tui.approval import ApprovalScreen
 from codewhale.tui.sidebar import AgentRow
 from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AgentCell, Notice
-from tests.support import llm_server
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
 from tests.tui.conftest import is_child, open_agent_screen, type_and_send, wait_for
@@ -209,18 +208,12 @@ async def test_an_agent_screen_opened_mid_step_shows_the_text_so_far(llm, make_a
 # -- pictures ---------------------------------------------------------------------------
 
 
-FIXED_USAGE = {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
-
-
-def test_snapshot_a_quiet_row_and_a_finished_summary(snap_compare, llm, monkeypatch):
+def test_snapshot_a_quiet_row_and_a_finished_summary(snap_compare, llm, monkeypatch, fixed_usage):
     shutil.rmtree(FIXED, ignore_errors=True)
     FIXED.mkdir()
     (FIXED / "notes.txt").write_text("hello\n")
     monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
     monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
-    # The loopback counts tokens from each request's size, which ids and times vary: the
-    # costs drawn would vary with them. Every answer reports the same counts here.
-    monkeypatch.setattr(llm_server._Handler, "_usage", lambda handler, reply: FIXED_USAGE)
     app = CodeWhaleApp(load_config(workspace=FIXED), FIXED)
     app.NOTIFICATION_TIMEOUT = 0.5
 
