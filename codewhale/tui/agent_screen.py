@@ -125,9 +125,7 @@ class AgentScreen(Screen[None]):
         messages = runtime.agent_messages(self.agent_id)
         streamed = runtime.agent_streamed_text(self.agent_id)
         self._unwatch = runtime.watch_agent(self.agent_id, self._follow)
-        record = next(
-            (r for r in runtime.agent_records() if r["agent_id"] == self.agent_id), None
-        )
+        record = next((r for r in runtime.agent_records() if r["agent_id"] == self.agent_id), None)
         snapshot = runtime.agent_snapshot(self.agent_id)
         live = snapshot is not None and not snapshot.terminal
 
