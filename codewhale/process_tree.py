@@ -75,6 +75,13 @@ def kill(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def kill_still_ours(pids: Iterable[int]) -> None:
+    """SIGKILL those of `pids` still below this process: a command's processes, taken
+    before it was stopped, some of which this process may have adopted since."""
+    ours = set(descendants(os.getpid()))
+    kill(pid for pid in pids if pid in ours)
+
+
 def kill_below(root: int, keep: Iterable[int] = ()) -> int:
     """SIGKILL everything below `root` except `keep`, until none is left; returns how many.
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from codewhale import process_tree
+
 # Output kept per task (its tail): a dev server may log for hours.
 MAX_KEPT_BYTES = 1024 * 1024
 MAX_RUNNING = 8
@@ -144,12 +146,16 @@ class BackgroundTasks:
         if task.ended.is_set():
             return
         task.killed = True
+        # What runs below it now, some of which (a sandbox stopped as it started) this
+        # process adopts once the group is gone: killed too, or it would hold the pipe.
+        below = process_tree.descendants(task.process.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(task.process.pid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(task.ended.wait(), KILL_GRACE_SECS)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(task.process.pid, signal.SIGKILL)
+        process_tree.kill_still_ours(below)
         await task.ended.wait()
 
     async def close(self) -> None:

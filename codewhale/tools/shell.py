@@ -75,9 +75,10 @@ async def _kill_group(process: asyncio.subprocess.Process) -> None:
         await asyncio.wait_for(process.wait(), KILL_GRACE_SECS)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
+    # Before waiting: asyncio's wait ends only once the output pipe closes, and an orphan
+    # holding it would make the wait endless.
+    process_tree.kill_still_ours(below)
     await process.wait()
-    if below:
-        process_tree.kill(below.intersection(process_tree.descendants(os.getpid())))
 
 
 class ExecShell(Tool):

@@ -11,8 +11,6 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from codewhale.tools.background import MAX_RUNNING
-from codewhale.tools.base import ToolContext, ToolError
-from codewhale.tools.shell import ExecShell
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.processes import count_running, daemon_marker, kill_marked
 from tests.support.settings import TEST_KEY, app_environment
@@ -98,14 +96,16 @@ def test_shell_kill_stops_a_task_and_the_session_end_stops_the_rest(llm, tmp_pat
     assert count_running(killed) == 0 and count_running(left) == 0
 
 
-async def test_at_most_max_running_tasks_and_closing_stops_them(tmp_path, marker):
-    context = ToolContext(workspace=tmp_path, session_id="s1")
+def test_at_most_max_running_tasks_and_the_session_end_stops_them(llm, tmp_path, marker):
     sleeper = marker()
-    shell = ExecShell()
-    for _ in range(MAX_RUNNING):
-        await shell.run({"command": f"sleep {sleeper}", "background": True}, context)
-    with pytest.raises(ToolError, match=f"{MAX_RUNNING} background tasks are already running"):
-        await shell.run({"command": "true", "background": True}, context)
-    assert len(context.background.running()) == MAX_RUNNING
-    await context.background.close()
-    assert context.background.running() == [] and count_running(sleeper) == 0
+    starts = [
+        ToolCallSpec("exec_shell", {"command": f"sleep {sleeper}", "background": True})
+        for _ in range(MAX_RUNNING + 1)
+    ]
+    llm.enqueue(Reply(tool_calls=starts), Reply(text="enough"))
+    result = run_exec(llm, tmp_path)
+    assert result.returncode == 0, result.stderr
+    answers = results(llm)
+    assert sum(a.startswith("[started in the background as bg_") for a in answers) == MAX_RUNNING
+    assert f"{MAX_RUNNING} background tasks are already running" in answers[-1]
+    assert count_running(sleeper) == 0
