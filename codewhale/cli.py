@@ -15,6 +15,7 @@ from pathlib import Path
 from codewhale import __version__
 from codewhale.environ_guard import seal_environment
 from codewhale.output_streams import tolerate_unencodable
+from codewhale.process_tree import adopt_orphans
 
 
 def _add_override_flags(parser: argparse.ArgumentParser) -> None:
@@ -260,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     seal_environment()
     tolerate_unencodable()
+    # What the app starts stays below it, where stopping finds it (process_tree); set here,
+    # in the app's own process, not by library code a host process (a test) runs.
+    adopt_orphans()
     if args.command == "config":
         from codewhale.config_cli import run_config_command
 

@@ -60,9 +60,7 @@ class StopSignals:
         return exit_status(self.received) if self.received is not None else None
 
     def install(self) -> None:
-        """Take the signals, on the running event loop; what the process starts from now
-        on stays below it, where stopping finds it."""
-        process_tree.adopt_orphans()
+        """Take the signals, on the running event loop."""
         self._loop = asyncio.get_running_loop()
         for signum in self.signals:
             self._loop.add_signal_handler(signum, self._arrived, signum)
