@@ -16,7 +16,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
 WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codewhale/wheels/native-off
 LLAMA_LOG := $(WHEEL_CACHE)/build.log
 
-.PHONY: run test test-stress lint bench local clean
+.PHONY: run test test-stress lint bench docs-table local clean
 
 $(BIN)/python:
 	@echo "==> Creating the virtualenv $(VENV) ($(PYTHON))"
@@ -84,6 +84,12 @@ test-stress: $(STAMP_DEV) $(STAMP_LOCAL)
 
 bench: $(STAMP_DEV) $(STAMP_LOCAL)
 	$(BIN)/python -m bench
+
+# docs/ARCHITECTURE.md's floors diagram and module tables, rewritten from the code and the
+# import-linter contracts (tests/unit/test_architecture_doc.py fails until they match).
+# Standard library only, so it needs no install.
+docs-table: | $(BIN)/python
+	$(BIN)/python -m tests.support.architecture_doc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .mypy_cache .import_linter_cache .grimp_cache

@@ -19,6 +19,7 @@ BENCHMARKS = (
     "rlm",
     "handles",
     "ui_load",
+    "keystroke",
     "resume",
     "completion",
     "local",
@@ -27,6 +28,9 @@ BENCHMARKS = (
     "worktree",
     "stream_exec",
     "stream_tui",
+    "background_tasks",
+    "hook_overhead",
+    "revive",
 )
 
 

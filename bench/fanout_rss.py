@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from bench.targets import target
+from codewhale.allocator import tune as tune_allocator
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
 from tests.support.serve import loopback_process
@@ -65,6 +66,7 @@ async def measure() -> dict[int, float]:
 
 
 def main() -> None:
+    tune_allocator()  # as `codewhale` does when it starts
     rss = asyncio.run(measure())
     early, late = (rss[n] for n in MEASURED_AT)
     children = (MEASURED_AT[1] - MEASURED_AT[0]) * CHILDREN

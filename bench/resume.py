@@ -2,13 +2,15 @@
 
 Sessions of 200, 1,000 and 5,000 messages are written with the real SessionStore (user
 prompts, tool calls with their results, diffs, sub-agent opens, Markdown answers and
-usage totals). Each start runs headless (Textual's run_test) in a fresh process, timed
-from launch until the screen has settled: the session is open and, when resuming, the
-conversation's last answer is on screen. Fresh starts and resumes are interleaved and
-each figure is a median; the ratios compare them within this run. Loading the session
-file alone (SessionStore.load) is timed too, so its share of a resume is visible.
+usage totals). Each start is `codewhale` in a fresh process in a real 120×40 pty (as
+bench/startup.py measures the first settled screen), timed from launch until the
+terminal's text last changed, watched until it shows the status line's model (a fresh
+start) or the conversation's last answer (a resume) and then stays unchanged for a
+second. Fresh starts and resumes are interleaved and each figure is a median; the ratios
+compare them within this run. Loading the session file alone (SessionStore.load) is
+timed too, so its share of a resume is visible.
 
-Options (environment): BENCH_RESUME_RUNS (rounds, default 5), BENCH_RESUME_SIZES (the
+Options (environment): BENCH_RESUME_RUNS (rounds, default 7), BENCH_RESUME_SIZES (the
 session sizes, comma-separated, default 200,1000,5000; the target is read at the largest).
 """
 
@@ -17,13 +19,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.startup import MODEL, pty_marks
 from bench.targets import target
 from codewhale.engine.conversation import UsageMeter
 from codewhale.paths import user_dirs
@@ -31,36 +33,9 @@ from codewhale.providers.types import Usage
 from codewhale.sessions.store import SessionStore
 
 SIZES = tuple(int(n) for n in os.environ.get("BENCH_RESUME_SIZES", "200,1000,5000").split(","))
-RUNS = int(os.environ.get("BENCH_RESUME_RUNS", "5"))
+RUNS = int(os.environ.get("BENCH_RESUME_RUNS", "7"))
 MESSAGES_PER_TURN = 6  # prompt, tool calls, two results, a sub-agent open's result, answer
 TARGET = 1.3  # issue 16: a 5,000-message --continue within 1.3x a fresh start
-
-SETTLE = """
-import asyncio, sys, time
-from pathlib import Path
-from codewhale.config import load_config
-from codewhale.tui.app import CodeWhaleApp
-
-async def main(workspace, resume):
-    app = CodeWhaleApp(load_config(workspace=workspace), workspace, continue_latest=resume)
-    async with app.run_test(size=(120, 40)) as pilot:
-        def settled():
-            if app.runtime is None:
-                return False
-            if not resume:
-                return True
-            # Imported here: a fresh start does not load the answer cell (Markdown) to settle.
-            from codewhale.tui.answer import AssistantMessage
-            last = app.query(AssistantMessage).last() if app.query(AssistantMessage) else None
-            return last is not None and "the end" in last.answer and bool(last.children)
-        while not settled():
-            await pilot.pause(0.002)
-        await pilot.pause()
-        print("settled", len(app.transcript.children), flush=True)
-        await app.action_quit()
-
-asyncio.run(main(Path(sys.argv[1]), sys.argv[2] == "continue"))
-"""
 
 ANSWER = """## Step {n}
 
@@ -138,23 +113,13 @@ def _env(home: Path) -> dict[str, str]:
     }
 
 
-def settle_ms(home: Path, workspace: Path, resume: bool) -> tuple[float, int]:
-    """Milliseconds from launching a fresh process to its settled screen; cells mounted."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-c", SETTLE, str(workspace), "continue" if resume else "fresh"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(home),
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    elapsed = (time.perf_counter() - started) * 1000
-    _, stderr = process.communicate(timeout=60)
-    if not line.startswith("settled"):
-        raise RuntimeError(f"the app never settled: {stderr[-2000:]}")
-    return elapsed, int(line.split()[1])
+def settle_ms(home: Path, workspace: Path, resume: bool) -> float:
+    """Milliseconds from launching `codewhale` (or `codewhale --continue`) in a real pty
+    until its screen last changed, once it shows the status line's model (a fresh start)
+    or the conversation's last answer (a resume)."""
+    command = [sys.executable, "-m", "codewhale", *(["--continue"] if resume else [])]
+    shown = "the end" if resume else MODEL
+    return pty_marks(command, _env(home), shown, str(workspace))["settled"]
 
 
 def load_ms(home: Path, session: Path) -> float:
@@ -177,15 +142,17 @@ def main() -> None:
             workspaces[count] = Path(scratch) / f"ws{count}"
             workspaces[count].mkdir()
             sessions[count] = write_session(home, workspaces[count].resolve(), count)
-        settle_ms(home, fresh_workspace, resume=False)  # warm-up: bytecode, disk cache
+        # Warm-up: bytecode, disk cache and each workspace's launch receipt,
+        # so every timed start is a usual one.
+        settle_ms(home, fresh_workspace, resume=False)
+        for count in SIZES:
+            settle_ms(home, workspaces[count], resume=True)
         fresh: list[float] = []
         resumed: dict[int, list[float]] = {count: [] for count in SIZES}
-        cells: dict[int, int] = {}
         for _ in range(RUNS):
-            fresh.append(settle_ms(home, fresh_workspace, resume=False)[0])
+            fresh.append(settle_ms(home, fresh_workspace, resume=False))
             for count in SIZES:
-                elapsed, cells[count] = settle_ms(home, workspaces[count], resume=True)
-                resumed[count].append(elapsed)
+                resumed[count].append(settle_ms(home, workspaces[count], resume=True))
         loads = {count: load_ms(home, sessions[count]) for count in SIZES}
         sizes = {count: sessions[count].stat().st_size for count in SIZES}
     base = statistics.median(fresh)
@@ -194,7 +161,7 @@ def main() -> None:
         value = statistics.median(resumed[count])
         print(
             f"resume: --continue {count:>5,} messages median {value:7.1f} ms"
-            f"  ({value / base:.2f}x a fresh start; {cells[count]} cells mounted;"
+            f"  ({value / base:.2f}x a fresh start;"
             f" SessionStore.load {loads[count]:5.1f} ms of a {sizes[count] / 1e6:.1f} MB file)"
         )
     ratio = statistics.median(resumed[SIZES[-1]]) / base

@@ -1,14 +1,15 @@
-"""UI responsiveness while 20 sub-agents stream: keystroke latency and CPU share.
+"""UI load while 20 sub-agents stream: app CPU share, and keys posted to a widget.
 
 The loopback LLM runs in its own process; each child streams 100 tokens at 50 tokens/s.
-While they stream, keys are typed, once into the main screen's composer and once into
-the message box of one child's agent screen (which renders that child's stream live).
-A keystroke's latency is the time from posting the key event until the widget's text
-has the character: the measure issue 16's target is set in. The time until a frame
-draws the widget with the character in it is reported beside it; it adds the redraws
-held while a batch of events is applied, and Textual's frame clock (a frame asked for
-soon after another waits up to two 1/60 s periods). Both runs happen in one process,
-one after the other.
+While they stream, keys are posted, once to the main screen's composer and once to the
+message box of one child's agent screen (which renders that child's stream live). Both
+runs happen in one process, one after the other, under Textual's test driver.
+
+The target here is the app's CPU share. The key figures are named for what they time: a
+key event posted straight to the widget (skipping the app's queue that engine events
+share) until the widget's text has the character, and until a frame draws it. The
+keystroke target, real keys through the app's queue timed to the terminal output, beside
+a bare Textual app, is bench/keystroke.py's.
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ TOKENS = 100
 # On its own line: glued to the last token the report is malformed, and each child is
 # reminded and streams all over again.
 REPORT = "\nSUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
-# Issue 16's targets, with 20 children streaming.
-TARGET_P95_MS = 20.0
+# Issue 16's target, with 20 children streaming.
 TARGET_CPU = 0.40
 
 
@@ -159,29 +159,16 @@ def main() -> None:
     for where, run in runs.items():
         print(
             f"ui_load ({where}): {CHILDREN} children streaming for {run.wall:.1f} s, "
-            f"{len(run.to_text)} keystrokes  latency p50 {statistics.median(run.to_text):5.1f} ms"
-            f"  p95 {p95(run.to_text):5.1f} ms  to the frame showing it: p50"
+            f"{len(run.to_text)} keys posted to the widget, to its text: p50"
+            f" {statistics.median(run.to_text):5.1f} ms  p95 {p95(run.to_text):5.1f} ms"
+            f"  to the frame showing it: p50"
             f" {statistics.median(run.to_frame):5.1f} ms  p95 {p95(run.to_frame):5.1f} ms"
             f"  app CPU {100 * run.cpu_share:4.0f}% of one core"
         )
     ratio = p95(runs["agent screen"].to_text) / p95(runs["composer"].to_text)
-    print(f"ui_load: agent screen open / main screen, keystroke p95: {ratio:.2f}x")
+    print(f"ui_load: agent screen open / main screen, posted key to text p95: {ratio:.2f}x")
+    # Both screens must meet the target, so each prints its own line.
     for where, run in runs.items():
-        print(
-            f"ui_load ({where}): keystroke p95 / target {TARGET_P95_MS:.0f} ms:"
-            f" {p95(run.to_text) / TARGET_P95_MS:.2f}x;"
-            f" app CPU / target {100 * TARGET_CPU:.0f}%: {run.cpu_share / TARGET_CPU:.2f}x"
-            " (both under 1.00x to meet them)"
-        )
-    # Both screens must meet each target, so the worse of the two is the figure.
-    for where, run in runs.items():
-        target(
-            f"keystroke p95, 20 children streaming ({where})",
-            p95(run.to_text),
-            "<",
-            TARGET_P95_MS,
-            " ms",
-        )
         target(
             f"app CPU, 20 children streaming ({where})",
             100 * run.cpu_share,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codewhale import __version__
+from codewhale.allocator import tune as tune_allocator
 from codewhale.environ_guard import seal_environment
 from codewhale.output_streams import tolerate_unencodable
 from codewhale.process_tree import adopt_orphans
@@ -46,7 +47,7 @@ def _add_override_flags(parser: argparse.ArgumentParser) -> None:
 
 
 # Every subcommand; any other first word is a prompt for the app (checked in build_parser).
-COMMANDS = ("config", "exec", "agents", "sessions", "mcp", "skills", "completion")
+COMMANDS = ("config", "exec", "agents", "sessions", "mcp", "skills", "hooks", "completion")
 SHELLS = ("bash", "zsh", "fish")
 PROMPT_EPILOG = (
     'codewhale "fix the failing test" opens the app and sends the task as the first prompt. '
@@ -166,6 +167,15 @@ def build_parser() -> argparse.ArgumentParser:
     skills_list = skills_commands.add_parser("list", help="each skill: who may run it, where")
     skills_list.add_argument("--json", action="store_true", help="machine-readable output")
     _add_override_flags(skills_list)
+    hooks = commands.add_parser("hooks", help="lifecycle hooks: list them; trust a project's")
+    hooks_commands = hooks.add_subparsers(dest="hooks_command", metavar="ACTION")
+    hooks_list = hooks_commands.add_parser("list", help="every hook: event, matcher, command")
+    hooks_list.add_argument("--json", action="store_true", help="machine-readable output")
+    hooks_trust = hooks_commands.add_parser("trust", help="let this project's hooks run")
+    hooks_trust.add_argument("--all", action="store_true", help="trust them without asking")
+    hooks_untrust = hooks_commands.add_parser("untrust", help="forget that trust")
+    for hooks_parser in (hooks_list, hooks_trust, hooks_untrust):
+        _add_override_flags(hooks_parser)
     completion = commands.add_parser(
         "completion", help="print the shell completion script (eval it in your shell's rc file)"
     )
@@ -264,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # What the app starts stays below it, where stopping finds it (process_tree); set here,
     # in the app's own process, not by library code a host process (a test) runs.
     adopt_orphans()
+    tune_allocator()
     if args.command == "config":
         from codewhale.config_cli import run_config_command
 
@@ -288,6 +299,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from codewhale.skills_cli import run_skills_command
 
         return run_skills_command(args)
+    if args.command == "hooks":
+        from codewhale.hooks.cli import run_hooks_command
+
+        return run_hooks_command(args)
     if args.command == "completion":
         from argcomplete import shellcode
 

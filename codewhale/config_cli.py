@@ -92,10 +92,12 @@ def _show_json(loaded: LoadedConfig) -> str:
 def _show_text(loaded: LoadedConfig) -> str:
     values = effective_values(loaded)
     top = [(key, value) for key, value in values.items() if not isinstance(value, dict)]
-    top.append(("headers", values["headers"]))
+    # Free-form tables, shown inline: `[hooks]` is an event -> list map (docs/HOOKS.md).
+    inline = ("headers", "hooks")
+    top += [(key, values[key]) for key in inline]
     blocks = [_table_block("", top, loaded)]
     for section, table in values.items():
-        if isinstance(table, dict) and section != "headers":
+        if isinstance(table, dict) and section not in inline:
             blocks.append(_table_block(section, list(table.items()), loaded))
     blocks.append(f"# {_sandbox(loaded)['summary']}")
     return "\n\n".join(blocks)

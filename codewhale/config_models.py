@@ -384,6 +384,9 @@ class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    # Lifecycle hooks in Claude Code's shape; checked, with file and key, by codewhale.hooks
+    # (which reads each file itself: a project's hooks need the user's trust).
+    hooks: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("provider")
     @classmethod

@@ -187,6 +187,8 @@ class Printer:
             )
         elif isinstance(event, events.ErrorEvent):
             self.err.write(f"error: {clean_text(event.message)}\n")
+        elif isinstance(event, events.HookRan) and event.outcome != "ok":
+            self.err.write(f"{clean_text(event.line())}\n")
         elif isinstance(event, events.WarningEvent):
             self.err.write(f"warning: {clean_text(event.message)}\n")
         elif isinstance(event, events.ContextCompacted):

@@ -5,10 +5,18 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 pytest_plugins = ["tests.support.fixtures", "tests.support.subagents"]
 
 _PROVIDER_ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_MODEL", "_PROVIDER", "_MEMORY")
+
+# Property tests check what holds, not how fast: on a busy machine one example can take
+# far longer than hypothesis's 200 ms default deadline, which would fail a sound test.
+settings.register_profile(
+    "loaded-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("loaded-machine")
 
 
 @pytest.fixture(autouse=True)

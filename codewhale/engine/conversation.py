@@ -52,6 +52,16 @@ class Conversation:
         """From now on `summary` stands for every message before `recent_start`."""
         self.summary, self.recent_start = summary, recent_start
 
+    def rewind(self, keep: int) -> None:
+        """Back to the first `keep` messages (at least the system prompt; /rewind)."""
+        keep = max(keep, 1)
+        del self.messages[keep:]
+        del self.known_sizes[keep:]
+        if self.summary is not None and keep < self.recent_start:
+            # The summary stands for messages partly gone: the ones kept are sent as they are.
+            self.summary, self.recent_start = None, 0
+        self.epoch += 1
+
     def clear(self) -> None:
         """Back to the system prompt alone."""
         del self.messages[1:]

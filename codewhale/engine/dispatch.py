@@ -25,6 +25,7 @@ from codewhale.approval_rules import (
     protected_write_rule,
 )
 from codewhale.engine import events
+from codewhale.engine.tool_hooks import ToolHooks
 from codewhale.permissions import ApprovalClass, Verdict, decide, relative_to_workspace
 from codewhale.protected_paths import protection
 from codewhale.providers.types import ToolCall
@@ -58,6 +59,9 @@ class ToolDispatcher:
     context: ToolContext
     emit: Callable[[events.Event], None]
     requester: str = "parent"
+
+    def __post_init__(self) -> None:
+        self.hooks = ToolHooks(self.context)
 
     async def run(self, calls: Sequence[ToolCall]) -> list[Outcome]:
         """Results in the calls' order; concurrent where every call in a run is read-only."""
@@ -164,6 +168,9 @@ class ToolDispatcher:
         ruled = self._rule_verdict(tool, arguments)
         if ruled is not None and ruled.effect is Effect.DENY:
             raise ToolError(ruled.refusal(tool.name))
+        # PreToolUse hooks may refuse the call, or settle whether the user is asked; a
+        # hook's "allow" never widens the authority, a deny rule or the mode.
+        hooked = await self.hooks.before(tool.name, arguments, call.id)
         mode_decision = decide(
             tool.approval,
             self.context.mode,
@@ -181,6 +188,12 @@ class ToolDispatcher:
             if rule not in self.context.always_allowed:
                 reason = "; ".join(protected.values())
                 await self._ask(tool, arguments, call.arguments, rule, reason=reason)
+        elif hooked.permission == "ask":
+            reason = hooked.reason or "a PreToolUse hook asks"
+            rule = approval_rule(tool.name, arguments)
+            await self._ask(tool, arguments, call.arguments, rule, reason=reason)
+        elif hooked.permission == "allow":
+            pass  # a PreToolUse hook answered for the user
         elif (
             decision.verdict is Verdict.ASK
             and tool.approval is ApprovalClass.SUGGEST
@@ -198,7 +211,9 @@ class ToolDispatcher:
             self.context.always_allowed, tool.name, arguments
         ):
             await self._ask(tool, arguments, call.arguments, approval_rule(tool.name, arguments))
-        return await self._run_limited(tool, arguments)
+        return await self.hooks.around(
+            tool.name, arguments, call.id, lambda: self._run_limited(tool, arguments)
+        )
 
     def _rule_verdict(self, tool: Tool, arguments: dict[str, Any]) -> RuleVerdict | None:
         """What the session's permission rules say of this call, its paths resolved."""
@@ -252,6 +267,9 @@ class ToolDispatcher:
         """Ask the user, showing the rule "always" would grant; `reason` says why when the
         mode alone would not have asked; `files` is given for a file change (the files
         it writes), which the edit answers may cover."""
+        if await self.hooks.permission_request(tool.name, arguments):
+            return  # a PermissionRequest hook allowed it (one that denies raises)
+        self.hooks.notify(f"CodeWhale needs your permission to use {tool.name}")
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         said: list[str] = []  # filled by the answer that carries a message to the model
         request_id = f"approval_{next(_request_ids)}"

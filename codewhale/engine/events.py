@@ -177,6 +177,33 @@ class TurnComplete(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HookRan(Event):
+    """A lifecycle hook ran (docs/HOOKS.md); `outcome`: ok | blocked | error | timed_out."""
+
+    type: ClassVar[str] = "hook"
+    event: str
+    matcher: str
+    command: str
+    source: str
+    outcome: str
+    exit_code: int | None
+    duration_ms: int
+    message: str = ""
+    status_message: str = ""
+    agent_id: str = ""
+
+    def line(self) -> str:
+        """One line for a person: `PreToolUse hook blocked: ./guard.sh — no rm here (12 ms)`."""
+        who = f" ({self.agent_id})" if self.agent_id else ""
+        first = self.message.strip().splitlines()[0][:160] if self.message.strip() else ""
+        said = f" — {first}" if first else ""
+        return (
+            f"{self.event} hook{who} {self.outcome.replace('_', ' ')}: "
+            f"{self.command[:80]}{said} ({self.duration_ms} ms)"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class ErrorEvent(Event):
     type: ClassVar[str] = "error"
     message: str

@@ -27,6 +27,7 @@ from codewhale.engine.compaction import (
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.dispatch import ToolDispatcher
 from codewhale.engine.written_tool_calls import IGNORED_TOOLS_WARNING, writes_a_tool_call
+from codewhale.hooks.names import HookEvent
 from codewhale.providers.client import ChatClient
 from codewhale.providers.errors import ProviderError, RequestTimeoutError
 from codewhale.providers.pricing import cost_usd
@@ -104,6 +105,8 @@ class Engine:
     # When to summarise older turns (the `[context]` config); the window follows the model.
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     turns: int = 0
+    # Told the index of each user prompt as it joins the messages (/rewind's checkpoints).
+    on_prompt: Callable[[int], None] = lambda index: None
     _queued: deque[str] = field(default_factory=deque)
     _turn_state: _TurnState | None = None
     _task: asyncio.Task[Any] | None = None
@@ -196,6 +199,7 @@ class Engine:
         self._accept_inbox()
         if prompt is not None:
             self.messages.append({"role": "user", "content": prompt})
+            self.on_prompt(len(self.messages) - 1)
         state = self._turn_state = _TurnState()
         try:
             result = await self._loop(state)
@@ -426,6 +430,10 @@ class Engine:
     async def _compact(self, state: _TurnState | None) -> Compaction | None:
         """Compact (in a turn: if still due), record it and say so; a failure only warns."""
         manual = state is None
+        if self.context.hooks.has(HookEvent.PRE_COMPACT):
+            trigger = _trigger(manual)
+            payload = {"trigger": trigger, "custom_instructions": ""}
+            await self.context.hooks.run(HookEvent.PRE_COMPACT, trigger, payload)
         # The session file must hold every message before the record that folds them.
         self._checkpoint()
         try:

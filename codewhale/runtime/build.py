@@ -19,6 +19,7 @@ from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
 from codewhale.gitrun import follow_sandbox_setting
+from codewhale.hooks.session import HookReport, Hooks, open_hooks
 from codewhale.mcp.hub import McpHub
 from codewhale.mcp.registry import SessionTools
 from codewhale.paths import memory_file, user_dirs
@@ -139,8 +140,15 @@ def open_runtime(
         redactor=session_redactor(loaded, workspace, os.environ),
         rules=_permission_rules(loaded, workspace, dirs.state_dir),
         changes=SessionChanges(),
+        hooks=_session_hooks(loaded, workspace, dirs.state_dir, info.id, writer.path, emit),
     )
     warnings += context.rules.loaded.warnings
+    warnings += context.hooks.problems
+    if waiting := context.hooks.untrusted():
+        warnings.append(
+            f"{len(waiting)} hook(s) in this project's files do not run until you trust them: "
+            "review them with /hooks (or `codewhale hooks list`), then /hooks trust"
+        )
     if not messages:
         prompt = build_system_prompt(
             workspace, mode, memory_file=memory, tools=settings.offer_tools, warnings=warnings
@@ -258,6 +266,32 @@ def _permission_rules(loaded: LoadedConfig, workspace: Path, state_dir: Path) ->
     """The allow/ask/deny rules of the user's and the project's config and Claude settings."""
     files = rule_files(workspace, loaded.user_file, loaded.project_file, os.environ)
     return PermissionRules.load(workspace, files, trust_store(state_dir))
+
+
+def _session_hooks(
+    loaded: LoadedConfig,
+    workspace: Path,
+    state_dir: Path,
+    session_id: str,
+    transcript: Path,
+    emit: Callable[[events.Event], None],
+) -> Hooks:
+    """The user's and the project's hooks; each run is reported as a HookRan event."""
+
+    def report(run: HookReport) -> None:
+        emit(events.HookRan(**vars(run)))
+
+    return open_hooks(
+        workspace=workspace,
+        user_config=loaded.user_file,
+        project_config=loaded.project_file,
+        state_dir=state_dir,
+        env=os.environ,
+        pass_env=tuple(loaded.config.sandbox.pass_env),
+        session_id=session_id,
+        transcript_path=str(transcript),
+        on_run=report,
+    )
 
 
 def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | None:

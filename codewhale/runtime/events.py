@@ -12,6 +12,7 @@ from codewhale.engine.events import (
     AssistantMessage,
     ErrorEvent,
     Event,
+    HookRan,
     ReasoningDelta,
     Retrying,
     SteerAccepted,
@@ -34,6 +35,7 @@ from codewhale.subagents.events import (
     AgentToolFinished,
     AgentToolStarted,
     AgentUsage,
+    AnyAgentEvent,
     StateDamageSetAside,
     StateWriteFailed,
 )
@@ -51,6 +53,17 @@ class StorageError(Event):
     message: str  # the whole problem in one line, for a person
 
 
+@dataclass(frozen=True, kw_only=True)
+class BackgroundTaskChanged(Event):
+    """A background shell task started or ended (by itself or killed); read its state
+    with `Runtime.background_tasks()`."""
+
+    type: ClassVar[str] = "background_task"
+    task_id: str
+    command: str
+    status: str  # "running", "killed" or "exit N"
+
+
 __all__ = [
     "AgentEvent",
     "AgentFinished",
@@ -62,14 +75,17 @@ __all__ = [
     "AgentToolFinished",
     "AgentToolStarted",
     "AgentUsage",
+    "AnyAgentEvent",
     "ApprovalRequested",
     "ApprovalResolved",
     "AssistantDelta",
     "AssistantMessage",
+    "BackgroundTaskChanged",
     "CompactionFailed",
     "ContextCompacted",
     "ErrorEvent",
     "Event",
+    "HookRan",
     "ReasoningDelta",
     "Retrying",
     "StateDamageSetAside",

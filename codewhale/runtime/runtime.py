@@ -16,8 +16,16 @@ from typing import Any, NamedTuple
 from codewhale.config import LoadedConfig
 from codewhale.engine.compaction import Compaction, CompactionError
 from codewhale.engine.conversation import UsageMeter
-from codewhale.engine.events import Event
+from codewhale.engine.events import ErrorEvent, Event
 from codewhale.engine.loop import Engine, TurnResult
+from codewhale.engine.turn_hooks import (
+    keep_going,
+    prompt_submitted,
+    session_end,
+    session_start,
+    with_context,
+)
+from codewhale.hooks.listing import hook_lines
 from codewhale.mcp.hub import McpHub, ServerStatus
 from codewhale.mcp.specs import ServerSpec
 from codewhale.permissions import Mode
@@ -27,8 +35,10 @@ from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.types import Usage
 from codewhale.rlm.sessions import RlmManager
 from codewhale.rules.ruleset import PermissionRules
-from codewhale.runtime.events import StorageError
+from codewhale.runtime.background import TaskOutput, TaskSnapshot, output_of, snapshot_of
+from codewhale.runtime.events import BackgroundTaskChanged, StorageError
 from codewhale.runtime.relay import RelayError, earlier_handoff, save_handoff
+from codewhale.runtime.rewind import Checkpoints, RewindOutcome, RewindPoint, title_of
 from codewhale.runtime.slash_prompts import relay_prompt
 from codewhale.runtime.spending import AgentSpending, spending_of
 from codewhale.sessions.store import SessionInfo
@@ -40,6 +50,8 @@ from codewhale.subagents.definition_trust import pick_held, trust_held
 from codewhale.subagents.manager import SubAgentManager
 from codewhale.subagents.records import AgentSnapshot
 from codewhale.subagents.spawn import SpawnError, validate_model
+from codewhale.tools.background import BackgroundTask
+from codewhale.tools.file_timeline import apply_restore, plan_restore
 from codewhale.tools.session_changes import FileChange, compare
 
 
@@ -71,18 +83,29 @@ class Runtime:
     # The skills found for this workspace (`/skills`, `/<name>`, the `skill` tool).
     skills: SkillSet = field(default_factory=SkillSet)
     _closed: bool = False
+    # The SessionStart hooks still to run before the next prompt: their `source`.
+    _starting: str | None = None
     # The totals this process started from (a resumed session's earlier spending).
     _opened_with: dict[str, Any] = field(default_factory=dict)
     # Write failures not yet told to the front end (one from opening the session file).
     _unreported: list[SaveFailure] = field(default_factory=list)
+    # The prompts of this run, for /rewind.
+    _checkpoints: Checkpoints = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._opened_with = self.engine.meter.to_json()
+        self._starting = "resume" if self.resumed else "startup"
+        changes = self.engine.context.changes
+        timeline = changes.timeline if changes is not None else None
+        self._checkpoints = Checkpoints(self.engine.conversation, timeline)
+        self.engine.on_prompt = self._checkpoints.prompt_sent
         # A write failure is reported as it happens; one from opening (a read-only disk)
         # with the first turn, so that `exec --json`'s session record still comes first.
         if self.writer.failure is not None:
             self._unreported.append(self.writer.failure)
         self.writer.on_failure = self._report_storage_failure
+        # Front ends show background tasks as they start and end (the sidebar, exec --json).
+        self.engine.context.background.on_change = self._report_background_change
 
     # -- what front ends read --------------------------------------------------------------
 
@@ -218,9 +241,23 @@ class Runtime:
         # The model is offered the MCP servers' tools from its first request on.
         await self.mcp.ready()
         try:
-            return await self.engine.run_turn(prompt)
+            return await self._hooked_turn(prompt)
         finally:
             self.writer.record_meter(self.engine.meter.to_json())
+
+    async def _hooked_turn(self, prompt: str) -> TurnResult:
+        """The turn between its hooks: SessionStart (once per start, resume, clear or
+        compaction), UserPromptSubmit (may refuse the prompt or add context) and Stop (may
+        keep the turn going)."""
+        hooks = self.engine.context.hooks
+        context = list(await session_start(hooks, self._starting, self.model))
+        self._starting = None
+        submitted = await prompt_submitted(hooks, prompt)
+        if submitted.refusal:
+            self.engine.emit(ErrorEvent(message=submitted.refusal))
+            return TurnResult("failed", 0, Usage(), error=submitted.refusal)
+        result = await self.engine.run_turn(with_context(prompt, [*context, *submitted.context]))
+        return await keep_going(hooks, result, self.engine.continue_turn)
 
     def steer(self, text: str) -> None:
         """A user message for the running turn's next safe point, in the order typed."""
@@ -265,6 +302,7 @@ class Runtime:
             raise RuntimeRequestError("a turn is running; press Esc first, then /clear")
         self.engine.conversation.clear()
         self.writer.record_clear()
+        self._starting = "clear"
 
     async def compact(self) -> Compaction:
         """Summarise the older turns into one message now; the newest stay as they are."""
@@ -274,9 +312,11 @@ class Runtime:
                 "press Esc first, then /compact"
             )
         try:
-            return await self.engine.compact()
+            done = await self.engine.compact()
         except CompactionError as error:
             raise RuntimeRequestError(f"nothing was compacted: {error}") from None
+        self._starting = "compact"
+        return done
 
     async def revert(self, turns: int) -> str:
         """Restore the files changed in the last `turns` turns; says which."""
@@ -288,6 +328,54 @@ class Runtime:
         except ToolError as error:
             raise RuntimeRequestError(str(error)) from None
         return result.output
+
+    def rewind_points(self) -> list[RewindPoint]:
+        """The prompts of this run /rewind can go back to, newest first."""
+        return self._checkpoints.points()
+
+    async def rewind(self, number: int, *, conversation: bool, files: bool) -> RewindOutcome:
+        """Go back to just before prompt `number`: the conversation, the files, or both.
+
+        Files: every write in the work tree since (the parent's, children's there, applied
+        ones) is undone, except on a file changed by other means since, which is left as
+        it is and named. The user's own action, so like /revert not held to the mode.
+        """
+        if self.engine.running:
+            raise RuntimeRequestError("a turn is running; press Esc first, then /rewind")
+        point = self._checkpoints.find(number)
+        if point is None:
+            raise RuntimeRequestError(
+                f"prompt {number} is no longer in the conversation; run /rewind to pick one"
+            )
+        if conversation and not point.conversation:
+            raise RuntimeRequestError(
+                "that prompt was summarised by a compaction: only the files can go back to it"
+            )
+        outcome = RewindOutcome(prompt=point.text)
+        if files:
+            await self._rewind_files(point, outcome)
+        if conversation:
+            messages = self.engine.messages
+            outcome.dropped_messages = len(messages) - point.index
+            self.writer.record_rewind(messages, point.index, title_of(messages[: point.index]))
+            self.engine.conversation.rewind(point.index)
+        return outcome
+
+    async def _rewind_files(self, point: RewindPoint, outcome: RewindOutcome) -> None:
+        changes = self.engine.context.changes
+        if changes is None or point.mark is None:
+            raise RuntimeRequestError("this session does not record file changes to rewind")
+        if live := self.manager.live_count():
+            raise RuntimeRequestError(
+                f"{live} sub-agent(s) still running may write files meanwhile; wait for them "
+                "or cancel them (/agent cancel NAME), then /rewind"
+            )
+        timeline = changes.timeline
+        plan = await asyncio.to_thread(plan_restore, self.workspace, timeline, point.mark)
+        restored, refused = await asyncio.to_thread(apply_restore, self.workspace, plan, timeline)
+        outcome.restored, outcome.skipped = restored, plan.skipped + refused
+        # /revert's per-turn pre-images describe writes this has just undone.
+        self.engine.context.journal.turns.clear()
 
     async def changes(self) -> list[FileChange]:
         """The files this session changed (the parent, and children writing in its work
@@ -369,7 +457,8 @@ class Runtime:
     async def message_agent(
         self, reference: str, text: str, *, interrupt: bool = False
     ) -> dict[str, Any]:
-        """Delivered like agent_eval's message; `interrupt` drops the child's pending ones."""
+        """Delivered like agent_eval's message: a steer for a running child (`interrupt` drops
+        its pending ones), a new run for a completed or failed one (`message_delivery.revived`)."""
         return await self._manager_call(
             self.manager.evaluate({"agent_id": reference, "message": text, "interrupt": interrupt})
         )
@@ -402,6 +491,37 @@ class Runtime:
         """Follow one child live: its raw engine events from now on; returns the unsubscribe."""
         return self.manager.watch(agent_id, watcher)
 
+    # -- background shell tasks ------------------------------------------------------------
+
+    def _report_background_change(self, task: BackgroundTask) -> None:
+        snapshot = snapshot_of(task)
+        self.engine.emit(
+            BackgroundTaskChanged(
+                task_id=snapshot.task_id, command=snapshot.command, status=snapshot.status
+            )
+        )
+
+    def background_tasks(self) -> list[TaskSnapshot]:
+        """Every background task of the session (the whole tree's), in the order started."""
+        background = self.engine.context.background
+        return [snapshot_of(task) for task in background.all()]
+
+    def background_output(self, task_id: str, since: int = 0) -> TaskOutput:
+        """What the task printed after byte `since` (as far as it is kept), and its state."""
+        return output_of(self._background_task(task_id), since)
+
+    async def kill_background(self, task_id: str) -> TaskSnapshot:
+        """Stop the task (its whole process group), as shell_kill does; its final state."""
+        task = self._background_task(task_id)
+        await self.engine.context.background.kill(task)
+        return snapshot_of(task)
+
+    def _background_task(self, task_id: str) -> BackgroundTask:
+        task = self.engine.context.background.get(task_id)
+        if task is None:
+            raise RuntimeRequestError(f"no background task '{task_id}' in this session")
+        return task
+
     # -- MCP servers -----------------------------------------------------------------------
 
     async def start_mcp(self) -> list[str]:
@@ -431,6 +551,18 @@ class Runtime:
         workspace from now on, and start them; returns the names trusted."""
         return self.mcp.trust(names)
 
+    # -- hooks -----------------------------------------------------------------------------
+
+    def hook_lines(self) -> list[str]:
+        """/hooks: every hook by source file, with its event, matcher and command, whether
+        it runs, the unused events, and the problems found reading them."""
+        hooks = self.engine.context.hooks
+        return [*hook_lines(hooks.entries, hooks.is_trusted), *hooks.problems]
+
+    def trust_hooks(self) -> int:
+        """Trust this project's hooks as they are now, in this workspace; returns how many."""
+        return len(self.engine.context.hooks.trust_all())
+
     # -- the end ---------------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -439,6 +571,7 @@ class Runtime:
             return
         self._closed = True
         await self.engine.stop()
+        await session_end(self.engine.context.hooks)
         await self.manager.shutdown()
         await self.engine.context.background.close()
         await self.rlm.close_all()

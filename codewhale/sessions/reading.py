@@ -25,7 +25,7 @@ MESSAGE_LINE = '{"kind": "message", "message": '
 # session whose header line is damaged is still found by `--continue` in its workspace.
 WORKSPACE_FACT = "- Workspace: "
 _NESTED = (dict, list)
-RECORD_KINDS = frozenset({"message", "clear", "event", "meter"})
+RECORD_KINDS = frozenset({"message", "clear", "rewind", "event", "meter"})
 # What a tool call whose result never reached the file is answered with on load.
 LOST_RESULT = (
     "[no result: it was lost, as the session file was damaged or the app stopped while "
@@ -125,8 +125,8 @@ def read_header(path: Path, workspace: str | None = None) -> tuple[dict[str, Any
             return header, ""
         title = ""
         for line in handle:
-            if title and '"clear"' not in line:
-                continue  # only a clear marker can change the title now
+            if title and '"clear"' not in line and '"rewind"' not in line:
+                continue  # only a clear or rewind marker can change the title now
             try:
                 title = retitle(title, json.loads(line))
             except ValueError:
@@ -140,6 +140,8 @@ def retitle(title: str, record: Any) -> str:
         return title
     if record.get("kind") == "clear":
         return ""  # a cleared conversation is named by what came after
+    if record.get("kind") == "rewind" and isinstance(record.get("title"), str):
+        return str(record["title"])[:80]  # its first prompt may be among those dropped
     if title or record.get("kind") != "message":
         return title
     message = valid_message(record.get("message"))
@@ -179,6 +181,14 @@ def _apply(parsed: ParsedSession, line: str, record: Any) -> str | None:
     elif kind == "clear":
         parsed.title = ""
         del parsed.messages[1:], parsed.sizes[1:]
+    elif kind == "rewind":
+        drop = record.get("drop")
+        if isinstance(drop, bool) or not isinstance(drop, int):
+            return "unusable rewind record skipped"
+        if not 0 <= drop < len(parsed.messages):
+            return "unusable rewind record skipped"
+        del parsed.messages[len(parsed.messages) - drop :], parsed.sizes[len(parsed.sizes) - drop :]
+        parsed.title = retitle(parsed.title, record)
     elif kind == "event":
         event = record.get("event")
         if not isinstance(event, dict):

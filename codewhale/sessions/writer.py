@@ -194,6 +194,15 @@ class SessionWriter:
         self._write({"kind": "clear"})
         self._written_messages = 1
 
+    def record_rewind(self, messages: list[dict[str, Any]], keep: int, title: str) -> None:
+        """The conversation went back to its first `keep` messages (/rewind): loading drops
+        the rest. Counted from the end, as a compaction keeps the newest messages as they
+        are; `title` is the session's title after it (its first prompt left, or "")."""
+        self.record_messages(messages)  # every message is in the file before it is dropped
+        self._write({"kind": "rewind", "drop": self._written_messages - keep, "title": title})
+        self._written_messages = keep
+        self.flush()
+
     def record_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind not in RECORDED_EVENTS:

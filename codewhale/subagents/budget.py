@@ -1,13 +1,14 @@
 """A child's budget: how long it may run, how many tokens and dollars it may spend.
 
-From agent_open's `max_runtime_secs`, `max_tokens` and `max_cost_usd`, else the
-`[subagents]` defaults (unset: no limit). A child over its budget is stopped and
-recorded `failed` with the budget it went past as its reason, so a runaway fan-out costs
-what the parent allowed and no more.
+Each of `max_runtime_secs`, `max_tokens` and `max_cost_usd` comes from agent_open's
+argument, else its agent definition's frontmatter, else the `[subagents]` default (unset:
+no limit). A child over its budget is stopped and recorded `failed` with the budget it went
+past as its reason, so a runaway fan-out costs what the parent allowed and no more.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,15 +42,40 @@ class Budget:
     def to_json(self) -> dict[str, float | int]:
         return {name: value for name in FIELDS if (value := getattr(self, name)) is not None}
 
+    @classmethod
+    def from_json(cls, data: Any) -> Budget:
+        """A record's saved budget; a part that is not a positive number is no limit."""
+        if not isinstance(data, Mapping):
+            return cls()
+        values: dict[str, Any] = {}
+        for name in FIELDS:
+            try:
+                values[name] = budget_value(name, data.get(name))
+            except BudgetError:
+                values[name] = None
+        return cls(**values)
 
-def parse_budget(arguments: Mapping[str, Any], config: SubagentsConfig) -> Budget:
-    """The budget agent_open asks for, each part defaulting to `[subagents]`'s."""
+
+def budget_value(name: str, value: Any) -> float | int | None:
+    """`value` as the budget part `name`; None stays None (no limit)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise BudgetError(f"{name} must be a positive number, got {value!r}")
+    return math.ceil(value) if name == "max_tokens" else value
+
+
+def parse_budget(
+    arguments: Mapping[str, Any], config: SubagentsConfig, preset: Budget | None = None
+) -> Budget:
+    """The budget agent_open asks for; each part it leaves out comes from `preset` (the
+    agent definition's), else from `[subagents]`."""
     values: dict[str, Any] = {}
     for name in FIELDS:
-        value = arguments.get(name)
+        value = budget_value(name, arguments.get(name))
+        if value is None and preset is not None:
+            value = getattr(preset, name)
         if value is None:
-            value = getattr(config, name)
-        elif isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise BudgetError(f"{name} must be a positive number, got {value!r}")
-        values[name] = int(value) if name == "max_tokens" and value is not None else value
+            value = budget_value(name, getattr(config, name))
+        values[name] = value
     return Budget(**values)

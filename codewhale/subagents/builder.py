@@ -86,6 +86,7 @@ class ChildBuilder:
             session_id=self.session_id,
             parent_agent_id=opener.agent_id,
             authority=launch.child_authority(request, opener.authority).to_json(),
+            budget=request.budget.to_json(),
         )
         record.artifacts["transcript"] = str(self.store.transcript_path(agent_id))
         child = Child(record=record, opener=opener, budget=request.budget)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from codewhale.sanitize import clean_text
+from codewhale.subagents.budget import Budget
 
 # The record's fields the card lists under its heading, in this order.
 CARD_FIELDS = ("objective", "model", "workspace", "worker_status", "steps_taken", "error")
@@ -27,9 +28,16 @@ def agent_card(data: dict[str, Any]) -> str:
     for key in CARD_FIELDS:
         if data.get(key) not in (None, ""):
             lines.append(f"  {key}: {clean_text(str(data[key]))}")
+    if data.get("runs", 1) > 1:  # revived by a message after it finished
+        lines.append(f"  runs: {data['runs']}")
     usage = data.get("usage") or {}
     if usage.get("input") or usage.get("output"):
         lines.append(f"  tokens: {usage.get('input', 0):,} in · {usage.get('output', 0):,} out")
+    # Read back through Budget: the state file may hold anything.
+    if budget := Budget.from_json(data.get("budget") or {}).to_json():
+        lines.append(
+            "  budget: " + " · ".join(f"{name}={value:,}" for name, value in budget.items())
+        )
     lines.append(
         f"  transcript: {data['artifacts'].get('transcript')} ({data['transcript_lines']} lines)"
     )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from codewhale.config_models import SubagentsConfig
 from codewhale.mcp import names as mcp_names
+from codewhale.subagents.budget import Budget
 from codewhale.subagents.definition_problems import unknown_type_error
 from codewhale.subagents.definitions import (
     BUILTIN,
@@ -56,12 +57,15 @@ class TypeEntry:
     not_trusted: str | None = None
     # Waiting whole (it shadows a built-in): listed, not used until trusted.
     held: bool = False
+    # A definition's frontmatter budget: what its children get unless agent_open says.
+    budget: Budget = field(default_factory=Budget)
 
     @property
     def usable(self) -> bool:
         return self.error is None and self.shadowed_by is None and not self.held
 
     def to_json(self) -> dict[str, Any]:
+        budget = {"budget": limits} if (limits := self.budget.to_json()) else {}
         return {
             "name": self.name,
             "source": self.source,
@@ -74,6 +78,7 @@ class TypeEntry:
             "error": self.error,
             "shadowed_by": self.shadowed_by,
             "not_trusted": self.not_trusted,
+            **budget,
         }
 
 
@@ -151,6 +156,7 @@ class AgentCatalog:
             shadowed_by=shadowed_by,
             not_trusted=hold.note if hold is not None else None,
             held=hold is not None and hold.shadows,
+            budget=definition.budget,
         )
 
     def _posture_tools(self, role: Role, listed: tuple[str, ...] | None) -> list[str]:
@@ -239,6 +245,8 @@ def format_entries(entries: Sequence[TypeEntry]) -> str:
             f"{entry.name}  ({entry.source})\n"
             f"  base role: {entry.base_role} · model: {model} · tools: {tools or 'none'}"
         )
+        if limits := entry.budget.to_json():
+            block += "\n  budget: " + " · ".join(f"{k}={v:,}" for k, v in limits.items())
         if entry.shadowed_by:
             block += f"\n  not used: {entry.shadowed_by} defines '{entry.name}' too and comes first"
         if entry.not_trusted:

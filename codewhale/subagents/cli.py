@@ -85,6 +85,8 @@ def run_agents_command(args: argparse.Namespace) -> int:
     for data in shown:
         objective = clean_text(data["description"] or data["objective"]).replace("\n", " ")[:50]
         flag = "  (prior session)" if data.get("from_prior_session") else ""
+        if data.get("runs", 1) > 1:
+            flag = f"  (run {data['runs']}){flag}"
         print(
             f"{data['agent_id']}  {data['nickname']:<10} {data['type']:<12} "
             f"{data['status']:<11} {data['steps_taken']:>3} steps  {objective}{flag}"

@@ -20,8 +20,11 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from codewhale.frontmatter import Frontmatter, FrontmatterError, read_frontmatter
+from codewhale.subagents.budget import FIELDS as BUDGET_FIELDS
+from codewhale.subagents.budget import Budget, BudgetError, budget_value
 from codewhale.subagents.definition_tools import ToolListError, select_tools
 from codewhale.subagents.roles import Role, lookup_role
 from codewhale.subagents.worktree import Isolation
@@ -43,6 +46,7 @@ FIELDS = frozenset(
         "max_steps",
         "isolation",
         "skills",
+        *BUDGET_FIELDS,
     }
 )
 # Colour names agent files use (Claude Code's palette among them) -> Rich colours.
@@ -83,6 +87,8 @@ class AgentDefinition:
     isolation: Isolation = Isolation.NONE
     # Skills whose instructions are put in the child's prompt from its start (`skills:`).
     skills: tuple[str, ...] = ()
+    # `max_runtime_secs`, `max_tokens`, `max_cost_usd`: what agent_open leaves out.
+    budget: Budget = field(default_factory=Budget)
     # sha256 of the file as read: what trusting a project definition pins.
     digest: str = ""
 
@@ -196,7 +202,30 @@ def _definition(front: Frontmatter, source: str, known_tools: AbstractSet[str]) 
         warnings=tuple(warnings),
         isolation=isolation,
         skills=_skill_names(meta.get("skills")),
+        budget=_budget(front),
     )
+
+
+def _budget(front: Frontmatter) -> Budget:
+    """The frontmatter's budget; a part that is not a positive number fails the file."""
+    values: dict[str, Any] = {}
+    for name in BUDGET_FIELDS:
+        try:
+            values[name] = budget_value(name, _number(front.fields.get(name)))
+        except BudgetError as error:
+            raise DefinitionParseError(front.line_of(name), str(error)) from None
+    return Budget(**values)
+
+
+def _number(raw: object) -> object:
+    """`raw`, or the number it spells: a file strict YAML refused is read line by line,
+    which keeps `0.5` as text."""
+    if isinstance(raw, str):
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 def _skill_names(raw: object) -> tuple[str, ...]:

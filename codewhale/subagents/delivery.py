@@ -111,3 +111,10 @@ def deliver_message(child: Child, message: str, interrupt: bool) -> dict[str, An
         child.engine.clear_steers()
     child.engine.steer(message)
     return {"delivered": True, "interrupted_pending": interrupt}
+
+
+def revival_delivery(revival: dict[str, Any]) -> dict[str, Any]:
+    """agent_eval's `message_delivery` for a finished child the message revived (or not)."""
+    if revival["revived"]:
+        return {"delivered": True, "revived": True}
+    return {"delivered": False, "revived": False, "reason": revival["reason"]}

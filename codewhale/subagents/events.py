@@ -1,13 +1,14 @@
 """Typed sub-agent events: the mailbox's vocabulary (spec §10).
 
 Each is also an engine `Event` of type `agent_event`, so the TUI, `exec --json` and
-tests consume one stream; `envelope()` gives the spec's `{seq, kind, agent_id, ...}`.
+tests consume one stream. A front end matches on `AnyAgentEvent` by type; `envelope()`
+gives the spec's `{seq, kind, agent_id, ...}` for JSON output only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from codewhale.engine.events import Event
 from codewhale.subagents.records import now_ms
@@ -25,6 +26,7 @@ class AgentEvent(Event):
         return self.KIND
 
     def envelope(self) -> dict[str, Any]:
+        """The documented JSON shape (docs/EVENTS.md), written by `exec --json`."""
         data: dict[str, Any] = {
             "seq": self.seq,
             "kind": self.kind,
@@ -113,6 +115,21 @@ class AgentUsage(AgentEvent):
     output: int
     cache_hit: int
     cache_miss: int
+
+
+# Every mailbox event. A front end matches on it with an `assert_never` default, so mypy
+# names each handler a new event would miss (tests/unit/test_agent_event_match.py checks
+# that every AgentEvent class is listed here).
+AnyAgentEvent: TypeAlias = (
+    AgentQueued
+    | AgentStarted
+    | AgentProgress
+    | AgentToolStarted
+    | AgentToolFinished
+    | AgentSpawned
+    | AgentFinished
+    | AgentUsage
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,10 +1,12 @@
 """One child lifecycle: the states, the legal moves between them, and the one function
 that performs a move.
 
-`Lifecycle.move` is the only place a child's status changes: it checks the move is in
-the table, stamps the time, updates the record, schedules the state-file write and
-publishes one typed event. Textual's Worker does the same with WorkerState and its
-single state setter.
+`apply_move` is the only code that changes a child's status (a test checks it): it
+checks the move is in the table, stamps the time and updates the record. A running child
+moves through `Lifecycle.move`, which also schedules the state-file write and publishes
+one typed event; `reconcile_dead_owners` moves records read from disk, whose process is
+gone, to interrupted before anyone listens (and `codewhale agents list` writes nothing).
+Textual's Worker does the same with WorkerState and its single state setter.
 """
 
 from __future__ import annotations

@@ -38,7 +38,12 @@ from codewhale.subagents.lifecycle import ChildState, Lifecycle, reconcile_dead_
 from codewhale.subagents.liveness import LivenessMonitor, stall_message
 from codewhale.subagents.mailbox import Mailbox
 from codewhale.subagents.progress import ChildProgress
-from codewhale.subagents.records import AgentSnapshot, WorkerRecord, snapshot_of_record
+from codewhale.subagents.records import (
+    REVIVABLE,
+    AgentSnapshot,
+    WorkerRecord,
+    snapshot_of_record,
+)
 from codewhale.subagents.roles import served_tools
 from codewhale.subagents.roster import Roster
 from codewhale.subagents.runner import ChildRunner
@@ -68,8 +73,6 @@ from codewhale.tools.session_changes import images_of
 
 __all__ = ["QUEUED_TEXT", "SubAgentManager"]
 
-# A finished child an agent_eval message revives (a cancelled one was stopped on purpose).
-REVIVABLE = frozenset({"completed", "failed"})
 REVIVE_NOTE = (
     "Your opener has a follow-up on your last assignment (your earlier messages, tool "
     "results and report are above). Work on it, then end with a new report in the same "
@@ -455,6 +458,9 @@ class SubAgentManager:
         reply = await self.worktrees.apply(child.record)
         if reply["applied"] and self.builder.context.changes is not None:
             self.builder.context.changes.record_all(before, f"agent:{child.agent_id}")
+            workspace, written = self.builder.context.workspace, [path for path, _ in before]
+            after = await asyncio.to_thread(images_of, workspace, written)
+            self.builder.context.changes.wrote_all(after)  # for /rewind
         # "Applied" must survive a restart before the model hears of it: never apply twice.
         try:
             await self.writer.durable()
@@ -505,7 +511,11 @@ class SubAgentManager:
         extra: dict[str, Any] = {}
         message = first_of(arguments, "message", "input")
         if message is not None and child.record.status in REVIVABLE:
-            extra["revival"] = self._revive(child, opener, str(message))
+            # Its completion is sent before its task has unwound; a new run starts after.
+            await child.done.wait()
+            revival = self._revive(child, opener, str(message))
+            extra["revival"] = revival
+            extra["message_delivery"] = delivery.revival_delivery(revival)
         elif message is not None:
             extra["message_delivery"] = delivery.deliver_message(
                 child, str(message), bool(arguments.get("interrupt"))
@@ -564,8 +574,12 @@ class SubAgentManager:
             return {"revived": False, "reason": "sub-agent limit reached"}
         record = child.record
         previous = record.run_id
+        # Its clock (duration_ms, the sidebar's elapsed time) and runtime budget are the
+        # new run's; tokens and cost count on over all its runs.
+        record.started_at_ms = None
         self._restart(child, opener, "revived with a follow-up")
         record.run_id = "run_" + secrets.token_hex(6)
+        record.runs += 1
         self.runner.start(child, resume_note=REVIVE_NOTE.format(message=message))
         return {"revived": True, "run_id": record.run_id, "previous_run_id": previous}
 

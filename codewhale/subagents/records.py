@@ -7,10 +7,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from codewhale.subagents.budget import Budget
 from codewhale.subagents.worktree import Isolation, Worktree
 
 MAX_EVENTS = 128
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
+# A finished child an agent_eval message revives (a cancelled one was stopped on purpose).
+REVIVABLE = frozenset({"completed", "failed"})
 USAGE_KEYS = ("input", "output", "cache_hit", "cache_miss")
 WHALES = (
     "Moby",
@@ -59,7 +62,7 @@ def zero_usage() -> dict[str, int]:
 class WorkerRecord:
     """One child's persisted state, owned by the manager.
 
-    `status` and `worker_status` change only through `Lifecycle.move`.
+    `status` and `worker_status` change only in `lifecycle.apply_move`.
     """
 
     run_id: str
@@ -112,6 +115,10 @@ class WorkerRecord:
     # isolation: worktree: its worktree (worktree.Worktree.to_json()); None: the shared tree.
     # Replaced, never changed in place, so the state log sees every change.
     worktree: dict[str, Any] | None = None
+    # Its runs: 1, plus one each time a message revived it after it finished.
+    runs: int = 1
+    # What it may spend (budget.Budget.to_json()); empty: no limit.
+    budget: dict[str, Any] = field(default_factory=dict)
     # Fields a newer CodeWhale wrote: not ours to read, but written back as they were.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -143,7 +150,14 @@ class WorkerRecord:
         data.update(data.pop("extra"))
         for key in ("events", "allowed_tools"):
             data[key] = list(data[key])
-        for key in ("artifacts", "usage", "descendant_usage", "verification", "authority"):
+        for key in (
+            "artifacts",
+            "usage",
+            "descendant_usage",
+            "verification",
+            "authority",
+            "budget",
+        ):
             data[key] = dict(data[key])
         if data["worktree"] is not None:
             data["worktree"] = dict(data["worktree"])
@@ -181,6 +195,7 @@ class WorkerRecord:
             if forked
             else {"mode": "fresh", "parent_prefix": "not_inherited"},
             "steps_taken": self.steps_taken,
+            "runs": self.runs,
             "duration_ms": self.duration_ms(),
             "result": self.result if self.terminal else None,
             "report": self.report,
@@ -193,6 +208,8 @@ class WorkerRecord:
         }
         if self.error:
             data["error"] = self.error
+        if self.budget:
+            data["budget"] = dict(self.budget)
         if self.status == "interrupted":
             data["checkpoint"] = {"saved": self.checkpoint is not None}
             data["continuable"] = self.checkpoint is not None
@@ -233,6 +250,14 @@ class AgentSnapshot:
     applicable: bool = False
     # Its report's SUMMARY once it has one: what a finished child's cell shows.
     summary: str = ""
+    # 1, or more once a message revived it after it finished.
+    runs: int = 1
+    # Completed or failed: a message starts a new run of it (the agent screen offers it).
+    revivable: bool = False
+    # What it may spend (no part set: no limit), and the tokens counted against it
+    # (its own and its children's).
+    budget: Budget = field(default_factory=Budget)
+    budget_tokens: int = 0
 
 
 def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
@@ -249,7 +274,7 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         activity=record.activity,
         steps_taken=record.steps_taken,
         elapsed_ms=record.duration_ms(),
-        tokens=usage.get("input", 0) + usage.get("output", 0),
+        tokens=_total(usage),
         terminal=record.terminal,
         model=record.model,
         color=record.color,
@@ -257,8 +282,16 @@ def snapshot_of_record(record: WorkerRecord) -> AgentSnapshot:
         tool_calls=record.tool_calls,
         finished_at_ms=record.finished_at_ms if record.terminal else None,
         summary=str((record.report or {}).get("summary") or ""),
+        runs=record.runs,
+        revivable=record.status in REVIVABLE,
+        budget=Budget.from_json(record.budget),
+        budget_tokens=_total(usage) + _total(record.descendant_usage),
         **_worktree_fields(record),
     )
+
+
+def _total(usage: dict[str, int]) -> int:
+    return usage.get("input", 0) + usage.get("output", 0)
 
 
 def _worktree_view(tree: Worktree) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from codewhale.subagents.budget import Budget
 from codewhale.subagents.child import Child, Opener
 from codewhale.subagents.records import (
     WHALES,
@@ -104,7 +105,8 @@ class Roster:
             lines = len(self.store.load_transcript(record.agent_id))
             if lines:
                 record.checkpoint = self.store.checkpoint(record.agent_id, lines)
-        child = Child(record=record, opener=opener)
+        # Its budget holds in this run too: a continuation spends under the same limits.
+        child = Child(record=record, opener=opener, budget=Budget.from_json(record.budget))
         child.done.set()
         self.add(child)
         return child

@@ -14,9 +14,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from codewhale.engine.loop import Engine, TurnResult
+from codewhale.engine.turn_hooks import with_context
 from codewhale.subagents import delivery
 from codewhale.subagents import events as agent_events
 from codewhale.subagents.admission import QUEUED_TEXT, Admission
+from codewhale.subagents.agent_hooks import agent_started, agent_stopping
 from codewhale.subagents.child import Child
 from codewhale.subagents.contract import REMINDER, parse_report, verify_claims
 from codewhale.subagents.lifecycle import ChildState, Lifecycle
@@ -83,10 +85,12 @@ class ChildRunner:
             async with self.admission.slot(lambda: self._still_queued(child)):
                 self.lifecycle.move(record, ChildState.STARTING, "started")
                 self.liveness.touch(child)
+                context = await agent_started(engine.context.hooks, record)
                 if resume_note is not None:
-                    result = await engine.continue_turn(resume_note)
+                    result = await engine.continue_turn(with_context(resume_note, context))
                 else:
-                    result = await engine.run_turn(child.first_prompt)
+                    result = await engine.run_turn(with_context(child.first_prompt, context))
+                result = await agent_stopping(engine, record, result)
                 if result.status == "completed":
                     result = await self._remind_if_malformed(child, engine, result)
                     report = parse_report(result.final_text)
@@ -128,6 +132,10 @@ class ChildRunner:
                 # messages; kept, its engine (conversation, tool schemas) would stay in
                 # memory for the whole session, some 40 KB a child.
                 child.engine = None
+        if child.record.status == "completed":
+            # A finished task still holds its coroutine and context (what the run set in
+            # its context variables): let them go with it (a revival starts a new task).
+            child.task = None
 
     async def _remind_if_malformed(
         self, child: Child, engine: Engine, result: TurnResult

@@ -57,9 +57,11 @@ class SpawnRequest:
     budget: Budget = field(default_factory=Budget)
 
 
-def _budget(arguments: Mapping[str, Any], config: SubagentsConfig) -> Budget:
+def _budget(
+    arguments: Mapping[str, Any], config: SubagentsConfig, definition: AgentDefinition | None
+) -> Budget:
     try:
-        return parse_budget(arguments, config)
+        return parse_budget(arguments, config, definition.budget if definition else None)
     except BudgetError as error:
         raise SpawnError(str(error)) from None
 
@@ -255,7 +257,7 @@ def parse_spawn(
         max_depth=max_depth,
         workspace=child_root,
         isolation=isolation,
-        budget=_budget(arguments, config),
+        budget=_budget(arguments, config, definition),
     )
 
 

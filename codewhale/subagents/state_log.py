@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from codewhale.subagents.records import WorkerRecord
+from codewhale.subagents.records import TERMINAL, WorkerRecord
 from codewhale.subagents.state.reading import MAX_LINE_BYTES
-from codewhale.subagents.store import StateWriteError, SubagentStore
+from codewhale.subagents.store import StateWriteError, SubagentStore, Written
 
 # How long changes are coalesced: a crash of the process loses at most this much progress.
 FLUSH_DELAY_SECS = 0.2
@@ -40,10 +41,36 @@ RETRY_SECS = 5.0
 
 @dataclass
 class _Written:
-    """What the files hold of one record: its fields (events aside) and last event."""
+    """What the files hold of one record: its fields (events aside) and last event.
 
-    fields: dict[str, Any]
+    A finished record keeps only a digest of its fields: it rarely changes again, and a
+    long session holds hundreds of them (a copy of each cost ~8 KB a child). When one
+    does change, its journal line sets every field.
+    """
+
+    status: str
     last_seq: int
+    fields: dict[str, Any] | None
+    digest: bytes = b""
+
+    @classmethod
+    def of(cls, data: dict[str, Any], last_seq: int) -> _Written:
+        """The baseline for a record's JSON `data` (events aside)."""
+        if data["status"] in TERMINAL:
+            return cls(data["status"], last_seq, None, _digest(data))
+        return cls(data["status"], last_seq, data)
+
+    def changes(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The fields of `data` that differ from what the files hold."""
+        if self.fields is None:
+            return {} if _digest(data) == self.digest else data
+        before = self.fields
+        return {key: value for key, value in data.items() if before.get(key, _ABSENT) != value}
+
+
+def _digest(data: dict[str, Any]) -> bytes:
+    encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.blake2b(encoded.encode(), digest_size=16).digest()
 
 
 class CoalescedWriter:
@@ -201,7 +228,7 @@ class CoalescedWriter:
                 # New, or trimmed from the snapshot as finished and now running again.
                 if record.agent_id not in self._left_out or not record.terminal:
                     return True
-            elif written.fields["status"] != record.status:
+            elif written.status != record.status:
                 return True
         return False
 
@@ -214,19 +241,24 @@ class CoalescedWriter:
         snapshot = self.store.snapshot(
             [r for r in self.records() if not (r.terminal and r.agent_id in self._left_out)]
         )
-        written: dict[str, _Written] = {}
-        for data in snapshot:
-            events = data["events"]
-            fields = {key: value for key, value in data.items() if key != "events"}
-            written[data["agent_id"]] = _Written(fields, events[-1]["seq"] if events else 0)
         self._generation = None  # until the snapshot has landed
-        # Reading the disk, merging, encoding and the write (with its fsync) run in a
-        # thread so children keep streaming.
-        result = await asyncio.to_thread(self.store.write, snapshot)
+        # The baseline, reading the disk, merging, encoding and the write (with its
+        # fsync) run in a thread so children keep streaming.
+        written, result = await asyncio.to_thread(self._write_snapshot, snapshot)
         self._written = {key: value for key, value in written.items() if key in result.kept}
         self._left_out = (self._left_out | set(written)) - result.kept
         self._generation, self._journal_bytes = result.generation, 0
         self._snapshot_bytes = result.size
+
+    def _write_snapshot(
+        self, snapshot: list[dict[str, Any]]
+    ) -> tuple[dict[str, _Written], Written]:
+        written: dict[str, _Written] = {}
+        for data in snapshot:
+            events = data["events"]
+            fields = {key: value for key, value in data.items() if key != "events"}
+            written[data["agent_id"]] = _Written.of(fields, events[-1]["seq"] if events else 0)
+        return written, self.store.write(snapshot)
 
     def _append(self, changed: list[WorkerRecord]) -> bool:
         """Append the changes as journal lines; False if one is too large for a line."""
@@ -245,15 +277,13 @@ class CoalescedWriter:
             return ""  # left out of the snapshot (trimmed): not kept on disk
         data = record.to_json()
         events = data.pop("events")
-        before = written.fields
-        changed = {key: value for key, value in data.items() if before.get(key, _ABSENT) != value}
+        changed = written.changes(data)
         start = len(events)
         while start and events[start - 1]["seq"] > written.last_seq:
             start -= 1
         if not changed and start == len(events):
             return ""
-        written.fields = data
-        written.last_seq = events[-1]["seq"] if events else 0
+        self._written[record.agent_id] = _Written.of(data, events[-1]["seq"] if events else 0)
         change: dict[str, Any] = {"agent_id": record.agent_id, "set": changed}
         if start < len(events):
             change["events"] = events[start:]

@@ -43,6 +43,8 @@ class BackgroundTask:
     kept: int = 0
     dropped: int = 0
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+    # When it ended (monotonic, like `started`): the time it ran stops counting there.
+    ended_at: float | None = None
     killed: bool = False
 
     @property
@@ -94,9 +96,15 @@ class BackgroundTasks:
         self._ids = itertools.count(1)
         self._readers: set[asyncio.Task[None]] = set()
         self.on_exit: Callable[[BackgroundTask], Any] | None = None
+        # Hears of every task that starts or ends (killed too): front ends show them.
+        self.on_change: Callable[[BackgroundTask], Any] | None = None
 
     def running(self) -> list[BackgroundTask]:
         return [task for task in self._tasks.values() if not task.ended.is_set()]
+
+    def all(self) -> list[BackgroundTask]:
+        """Every task of the session, ended ones too, in the order started."""
+        return list(self._tasks.values())
 
     def get(self, task_id: str) -> BackgroundTask | None:
         return self._tasks.get(task_id)
@@ -117,6 +125,8 @@ class BackgroundTasks:
         reader = asyncio.get_running_loop().create_task(self._follow(task))
         self._readers.add(reader)
         reader.add_done_callback(self._readers.discard)
+        if self.on_change is not None:
+            self.on_change(task)
         return task.task_id
 
     async def _follow(self, task: BackgroundTask) -> None:
@@ -131,7 +141,10 @@ class BackgroundTasks:
                 await asyncio.wait_for(asyncio.shield(reading), 1.0)
         finally:
             reading.cancel()
+            task.ended_at = time.monotonic()
             task.ended.set()
+        if self.on_change is not None:
+            self.on_change(task)
         if not task.killed and self.on_exit is not None:
             self.on_exit(task)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from codewhale.approval_rules import ApprovalRule
 from codewhale.authority import Authority
 from codewhale.handles import HandleStore
+from codewhale.hooks.session import Hooks
 from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, confine
 from codewhale.redaction import Redactor
 from codewhale.rules.ruleset import PermissionRules
@@ -57,6 +58,8 @@ class ToolContext:
     changes: SessionChanges | None = None
     # The session's background shell tasks, shared by the whole tree.
     background: BackgroundTasks = field(default_factory=BackgroundTasks)
+    # The session's lifecycle hooks (docs/HOOKS.md), shared by the whole tree.
+    hooks: Hooks = field(default_factory=Hooks)
 
     @property
     def mode(self) -> Mode:
@@ -67,6 +70,12 @@ class ToolContext:
         self.journal.before_write(path, image)
         if self.changes is not None:
             self.changes.record(path, image, self.session_id)
+
+    def after_write(self, path: Path, data: bytes | None) -> None:
+        """Record what a tool's write left in `path` (None: deleted), for /rewind to tell
+        a file changed by other means since."""
+        if self.changes is not None:
+            self.changes.wrote(path, data)
 
     def path(self, raw: Any) -> Path:
         """A workspace-confined path from a model-supplied string."""

@@ -201,6 +201,7 @@ def write_with_journal(context: ToolContext, path: Path, label: str, data: bytes
     image = current_image(context.workspace, path, label)
     context.before_write(path, image)
     write_regular(path, data, label, workspace=context.workspace)
+    context.after_write(path, data)
     return image is None
 
 

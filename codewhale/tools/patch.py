@@ -207,4 +207,5 @@ class ApplyPatch(Tool):
             else:
                 write_regular(path, data, label, workspace=context.workspace)
                 summary.append(f"patched {label}")
+            context.after_write(path, data)
         return ToolResult("Applied patch: " + ", ".join(summary) + ".", display=arguments["patch"])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from codewhale.permissions import relative_to_workspace
 from codewhale.tools.base import ToolError
+from codewhale.tools.file_timeline import FileTimeline
 from codewhale.tools.files import current_image, unified_diff
 from codewhale.tools.journal import PreImage
 from codewhale.tools.text_encoding import BinaryFile, decode_text
@@ -47,12 +48,24 @@ class SessionChanges:
 
     def __init__(self) -> None:
         self._files: dict[Path, _Record] = {}
+        # The same writes, prompt by prompt, for /rewind.
+        self.timeline = FileTimeline()
 
     def record(self, path: Path, before: PreImage | None, author: str) -> None:
         """`author` (a context's session id) is about to write `path`, which holds `before`."""
         record = self._files.setdefault(path, _Record(before))
         if author not in record.authors:
             record.authors.append(author)
+        self.timeline.before_write(path, before)
+
+    def wrote(self, path: Path, data: bytes | None) -> None:
+        """A write recorded above has left `path` holding `data` (None: deleted)."""
+        self.timeline.after_write(path, data)
+
+    def wrote_all(self, images: Iterable[tuple[Path, PreImage | None]]) -> None:
+        """What files hold just after a write recorded by `record_all` (agent_apply's)."""
+        for path, image in images:
+            self.wrote(path, None if image is None else image.data)
 
     def record_all(self, images: Iterable[tuple[Path, PreImage | None]], author: str) -> None:
         """`author` has just written these files, which held these images before."""

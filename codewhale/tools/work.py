@@ -155,6 +155,8 @@ class RevertTurn(Tool):
                     write_regular(
                         path, image.data, label, workspace=context.workspace, mode=image.mode
                     )
+                # The app's own write: /rewind must not take it for a change by hand.
+                context.after_write(path, None if image is None else image.data)
             except ToolError as error:
                 refused.append(str(error))
             except OSError as error:

@@ -1,9 +1,10 @@
 """One sub-agent up close: its assignment and live transcript; message, cancel or continue it,
-and apply an isolated one's changes to the work tree.
+continue a finished one with a message (a new run), and apply an isolated one's changes to
+the work tree.
 
 On open the screen shows the child's conversation so far once, then follows the child's
 own engine events (`runtime.watch_agent`), applied by the same Transcript the main
-conversation uses. Lifecycle changes arrive from the app as mailbox envelopes.
+conversation uses. Lifecycle changes arrive from the app as typed mailbox events.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, assert_never
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -28,10 +29,8 @@ from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
 from codewhale.tui.batches import Batches
 from codewhale.tui.history import Backlog, child_conversation
-from codewhale.tui.sidebar import plural
+from codewhale.tui.sidebar import budget_text, plural, runs_text
 from codewhale.tui.transcript import Transcript, agent_heading
-
-TERMINAL = ("completed", "failed", "cancelled", "interrupted")
 
 
 @dataclass
@@ -67,6 +66,10 @@ class MessageBox(Input):
         super()._watch_value(value)
 
 
+STEER_PLACEHOLDER = "Message this sub-agent (delivered at its next step)"
+REVIVE_PLACEHOLDER = "Follow-up for a new run on its own context (Enter sends)"
+
+
 class AgentScreen(Screen[None]):
     BINDINGS: ClassVar = [Binding("escape", "back", "Back")]
     DEFAULT_CSS = """
@@ -82,7 +85,7 @@ class AgentScreen(Screen[None]):
         self.agent_id = agent_id
         self._unwatch: Callable[[], None] | None = None
         # Children this one opens while the screen is open (the others have cells in the
-        # history): their cells in this transcript follow their envelopes.
+        # history): their cells in this transcript follow their mailbox events.
         self._children: set[str] = set()
         self._header = ""
         # The child's answer deltas waiting, in order, as the last item of `_updates`.
@@ -91,19 +94,23 @@ class AgentScreen(Screen[None]):
         self._header_line = Static("", id="agent-header", markup=False)
         # A report's sections are one per line: kept so, not joined into a paragraph.
         self.transcript = Transcript(id="agent-transcript", keep_line_breaks=True)
-        self._message_box = MessageBox(
-            placeholder="Message this sub-agent (delivered at its next step)", id="agent-message"
-        )
+        self._message_box = MessageBox(placeholder=STEER_PLACEHOLDER, id="agent-message")
+        # "Continue with a message" was pressed: the box takes the follow-up of a finished
+        # child, which is sent only once asked for (a new run spends tokens).
+        self._reviving = False
         self._buttons = {
             "send": Button("Send", id="send", variant="primary"),
             "interrupt": Button("Interrupt", id="interrupt", variant="warning"),
             "cancel": Button("Cancel agent", id="cancel", variant="error"),
             "continue": Button("Continue", id="continue", variant="success"),
+            # Shown only for a completed or failed child.
+            "revive": Button("Continue with a message", id="revive", variant="success"),
             # Shown only for a child opened with isolation: worktree.
             "apply": Button("Apply", id="apply", variant="success"),
             "back": Button("Back", id="back"),
         }
         self._buttons["apply"].display = False
+        self._buttons["revive"].display = False
 
     def compose(self) -> ComposeResult:
         yield self._header_line
@@ -163,7 +170,7 @@ class AgentScreen(Screen[None]):
 
     def on_child_engine_event(self, message: ChildEngineEvent) -> None:
         event = message.event
-        # The lifecycle envelope says how the child's run ended; the parent's wording
+        # The lifecycle event says how the child's run ended; the parent's wording
         # ("turn cancelled; sub-agents keep running") does not fit a child.
         if isinstance(event, events.TurnComplete):
             return
@@ -186,54 +193,71 @@ class AgentScreen(Screen[None]):
         self._deltas = None  # a later delta goes after this
         self._updates.add(update)
 
-    async def agent_envelope(self, envelope: dict[str, Any]) -> None:
+    async def agent_event(self, event: events.AnyAgentEvent) -> None:
         """A mailbox event of any agent; this screen's child and its own children matter.
 
         The header and the actions follow at once; what the transcript says of it is shown
         in turn with the child's engine events (`_updates`), so that its end comes after
         the last of its output."""
-        agent_id = envelope["agent_id"]
+        agent_id = event.agent_id
         if agent_id == self.agent_id:
-            if envelope["kind"] == "child_spawned":
-                self._children.add(envelope["child_agent_id"])
-            if envelope["kind"] in TERMINAL or envelope["kind"] == "queued":
-                self._queue(partial(self._say, envelope))
+            match event:
+                case events.AgentSpawned():
+                    self._children.add(event.child_agent_id)
+                case events.AgentFinished() | events.AgentQueued():
+                    self._queue(partial(self._say, event))
+                case (
+                    events.AgentStarted()
+                    | events.AgentProgress()
+                    | events.AgentToolStarted()
+                    | events.AgentToolFinished()
+                    | events.AgentUsage()
+                ):
+                    pass  # the header shows them, from the child's snapshot
+                case _:
+                    assert_never(event)
             self.show_state()
         elif agent_id in self._children or self.transcript.has_agent(agent_id):
-            self._queue(partial(self._show_grandchild, envelope))
+            self._queue(partial(self._show_grandchild, event))
 
-    async def _say(self, envelope: dict[str, Any]) -> None:
+    async def _say(self, event: events.AgentFinished | events.AgentQueued) -> None:
         """The child's end, or why it waits, as a notice."""
-        kind = envelope["kind"]
-        detail = str(envelope.get("message") or "")
-        if kind in TERMINAL:
-            shown = f"{kind}: {detail}" if detail and detail != kind else kind
-            await self.transcript.notice(shown, "error" if kind == "failed" else "info")
-        elif kind == "queued" and detail:
+        detail = event.message
+        if isinstance(event, events.AgentFinished):
+            status = event.status
+            shown = f"{status}: {detail}" if detail and detail != status else status
+            await self.transcript.notice(shown, "error" if status == "failed" else "info")
+        elif detail:
             await self.transcript.notice(detail)
 
-    async def _show_grandchild(self, envelope: dict[str, Any]) -> None:
+    async def _show_grandchild(self, event: events.AnyAgentEvent) -> None:
         """A child of this one, in its cell in this transcript."""
-        agent_id, kind = envelope["agent_id"], envelope["kind"]
-        snapshot = self.runtime.agent_snapshot(agent_id) if self.runtime else None
+        snapshot = self.runtime.agent_snapshot(event.agent_id) if self.runtime else None
         if snapshot is not None:
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
-            detail = envelope.get("message", "") if kind != "completed" else ""
-            self.transcript.agent_envelope(envelope, title, detail, snapshot.summary)
+            self.transcript.agent_event(event, title, snapshot.summary)
 
     def show_state(self) -> None:
         """The header, and only the actions that apply to the child as it is now."""
         runtime = self.runtime
         snapshot = runtime.agent_snapshot(self.agent_id) if runtime is not None else None
-        header = header_text(self.agent_id, snapshot)
+        cost = runtime.agent_cost(self.agent_id) if runtime is not None else None
+        header = header_text(self.agent_id, snapshot, cost)
         if header != self._header:  # progress events come many a second; most change nothing
             self._header = header
             self._header_line.update(header, layout=False)
         before = self.focused
         live = snapshot is not None and not snapshot.terminal
         buttons = self._buttons
-        for widget in (self._message_box, buttons["send"], buttons["interrupt"], buttons["cancel"]):
+        revivable = bool(snapshot and snapshot.revivable)
+        self._reviving = self._reviving and revivable
+        for widget in (self._message_box, buttons["send"]):
+            widget.disabled = not (live or self._reviving)
+        self._message_box.placeholder = REVIVE_PLACEHOLDER if self._reviving else STEER_PLACEHOLDER
+        for widget in (buttons["interrupt"], buttons["cancel"]):
             widget.disabled = not live
+        buttons["revive"].display = revivable
+        buttons["revive"].disabled = not revivable or self._reviving
         buttons["continue"].disabled = not (snapshot and snapshot.continuable)
         buttons["apply"].display = bool(snapshot and snapshot.worktree)
         buttons["apply"].disabled = not (snapshot and snapshot.applicable)
@@ -243,7 +267,8 @@ class AgentScreen(Screen[None]):
 
     def _focus_first_action(self) -> None:
         buttons = self._buttons
-        for widget in (self._message_box, buttons["continue"], buttons["apply"], buttons["back"]):
+        actions = ("continue", "revive", "apply", "back")
+        for widget in (self._message_box, *(buttons[name] for name in actions)):
             if not widget.disabled:
                 # At once, not after the next refresh (Widget.focus): what has the focus
                 # goes with the state just shown.
@@ -270,6 +295,10 @@ class AgentScreen(Screen[None]):
             self.action_back()
         elif button in ("send", "interrupt"):
             await self._send(interrupt=button == "interrupt")
+        elif button == "revive":
+            self._reviving = True
+            self.show_state()
+            self.set_focus(self._message_box)
         elif button in ("cancel", "continue"):
             try:
                 if button == "cancel":
@@ -309,14 +338,20 @@ class AgentScreen(Screen[None]):
             self.notify(str(error), severity="error")
             return
         delivery = reply.get("message_delivery", {})
-        if delivery.get("delivered"):
+        if delivery.get("revived"):
+            # A new run: the screen goes on following the same child through it.
+            box.value = ""
+            self._reviving = False
+            await self.transcript.user(text)
+            self.show_state()
+        elif delivery.get("delivered"):
             box.value = ""
             await self.transcript.user(text, steer=True)
         else:
             self.notify(str(delivery.get("reason", "not delivered")), severity="warning")
 
 
-def header_text(agent_id: str, snapshot: AgentSnapshot | None) -> str:
+def header_text(agent_id: str, snapshot: AgentSnapshot | None, cost: float | None = None) -> str:
     if snapshot is None:
         return f"{agent_id} · not in this session's records"
     state = snapshot.status
@@ -329,8 +364,12 @@ def header_text(agent_id: str, snapshot: AgentSnapshot | None) -> str:
     steps = (
         "" if state.startswith("running · step ") else f"{plural(snapshot.steps_taken, 'step')} · "
     )
+    if runs := runs_text(snapshot):
+        state = f"{state} · {runs}"
     if snapshot.worktree:
         state = f"{state} · worktree {snapshot.worktree}"
+    budget = budget_text(snapshot, snapshot.elapsed_ms, cost)
     return clean_text(
         f"{snapshot.nickname} · {snapshot.type} · {state} · {steps}{snapshot.tokens} tokens"
+        + (f" · {budget}" if budget else "")
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, assert_never
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -31,11 +31,13 @@ from codewhale.tui.batches import Batches
 from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_command
 from codewhale.tui.completion import Completion, CompletionMenu
 from codewhale.tui.composer import Composer
+from codewhale.tui.escape_twice import EscapeTwice
 from codewhale.tui.launch_receipt import Appearance, OpeningStatus, remember_opening_status
 from codewhale.tui.paste import expand
 from codewhale.tui.sidebar import AgentRow, WorkSidebar
 from codewhale.tui.startup import StartupGate
 from codewhale.tui.status import StatusLine
+from codewhale.tui.task_rows import TaskRow
 from codewhale.tui.transcript import Notice, Transcript, welcome
 from codewhale.tui.waiting import ChildWait
 
@@ -59,28 +61,31 @@ LONG_RETRY_SECS = 5.0
 DOUBLE_PRESS_SECS = 1.0
 
 
-# A child's events whose mark on the main screen the next one of the same group replaces
-# (the Work sidebar reads the child's snapshot in any case): what it is running, its
-# status, its token counts; a progress event with a tail (the end of all the child has
-# written) replaces an earlier tail. Waiting for the main screen, only the last counts.
-LATEST_ONLY = {
-    "started": "running",
-    "tool_call_started": "running",
-    "tool_call_completed": "tool done",
-    "progress": "status",
-    "token_usage": "usage",
-}
-
-
 def superseded_by(event: events.Event) -> tuple[str, str] | None:
     """The key under which a later event of the same child replaces `event`, if any."""
     from codewhale.runtime import events  # with the session (the first frame is without)
 
-    if not isinstance(event, events.AgentEvent) or event.kind not in LATEST_ONLY:
+    if not isinstance(event, events.AnyAgentEvent):
         return None
-    if isinstance(event, events.AgentProgress) and event.text_tail:
-        return ("tail", event.agent_id)
-    return (LATEST_ONLY[event.kind], event.agent_id)
+    # A child's events whose mark on the main screen the next one of the same group
+    # replaces (the Work sidebar reads the child's snapshot in any case): what it is
+    # running, its status, its token counts; a progress event with a tail (the end of all
+    # the child has written) replaces an earlier tail. Waiting for the main screen, only
+    # the last counts.
+    match event:
+        case events.AgentStarted() | events.AgentToolStarted():
+            group = "running"
+        case events.AgentToolFinished():
+            group = "tool done"
+        case events.AgentProgress():
+            group = "tail" if event.text_tail else "status"
+        case events.AgentUsage():
+            group = "usage"
+        case events.AgentQueued() | events.AgentSpawned() | events.AgentFinished():
+            return None  # each is shown
+        case _:
+            assert_never(event)
+    return (group, event.agent_id)
 
 
 @dataclass
@@ -128,7 +133,7 @@ class CodeWhaleApp(App[None]):
             appearance = loaded
         else:
             self.loaded = self._checked_config = loaded
-            appearance = Appearance.of(loaded)
+            appearance = Appearance.guessed(loaded)
         self.workspace = workspace
         self.resume = resume
         self.continue_latest = continue_latest
@@ -143,6 +148,8 @@ class CodeWhaleApp(App[None]):
             status = replace(status, mode=self.start_mode)
         self._opening_status = status if new_session else None
         self._welcomed = False  # the welcome line is shown once, on a new session's screen
+        # The welcome line drawn in the first frame from the receipt, and what it named.
+        self._early_welcome: tuple[Notice, str, str] | None = None
         # --model / --provider / --base-url: they win over config for every runtime we open.
         self.overrides = dict(overrides or {})
         # `codewhale "task"`: sent as the first turn once a session is open, then forgotten.
@@ -223,7 +230,11 @@ class CodeWhaleApp(App[None]):
         self.sidebar.show_work({})
         if self._opening_status is not None:
             # The screen as it stays: the session opens behind it, held input waits for it.
-            self._show_opening_status(self._opening_status)
+            status = self._opening_status
+            self._show_opening_status(status)
+            line = welcome(self.workspace, status.model, status.mode.value)
+            self._welcomed, self._early_welcome = True, (line, status.model, status.mode.value)
+            self.transcript.add_all([line])
         else:
             self.query_one(StatusLine).update(Text("CodeWhale  starting…", style="dim"))
         # Paint first: the session opens once the first frame is on screen.
@@ -245,6 +256,14 @@ class CodeWhaleApp(App[None]):
             sandboxed=status.sandboxed,
             context=status.context,
         )
+
+    async def _drop_early_welcome(self, unless: tuple[str, str] | None = None) -> None:
+        """Remove the welcome line drawn from the receipt, unless it named `unless`
+        (the model and mode the session opened with)."""
+        early, self._early_welcome = self._early_welcome, None
+        if early is not None and early[1:] != unless:
+            await early[0].remove()
+            self._welcomed = False
 
     async def _start_session(self, painted: asyncio.Event) -> None:
         """Load the command handlers and open the session, then let held input through.
@@ -341,13 +360,16 @@ class CodeWhaleApp(App[None]):
 
         opened = await asyncio.to_thread(open_session)
         if isinstance(opened, str):
+            await self._drop_early_welcome()  # no session to welcome to
             await self.transcript.notice(opened, "error")
             return
         self.runtime = opened
         self.loaded = opened.loaded
         self.sidebar.lookups.last_output = opened.agent_last_output
         self.sidebar.lookups.cost = opened.agent_cost
+        self.sidebar.tasks.source = opened.background_tasks
         above = [Notice(warning, "warning") for warning in self.runtime.warnings]
+        await self._drop_early_welcome(unless=(opened.model, opened.mode.value))
         if not (opened.resumed or self._welcomed):
             self._welcomed = True
             above.insert(0, welcome(self.workspace, opened.model, opened.mode.value))
@@ -356,6 +378,7 @@ class CodeWhaleApp(App[None]):
             await self.show_storage_problem(problem)
         for snapshot in self.runtime.agents():
             self.sidebar.show_agent(snapshot)
+        self.sidebar.tasks.show_tasks(self.runtime.background_tasks())
         self.refresh_status()
 
         async def send_initial_prompt() -> None:
@@ -662,8 +685,15 @@ class CodeWhaleApp(App[None]):
     async def on_composer_escape_pressed(self, message: Composer.EscapePressed) -> None:
         if self.turn_running and self.runtime is not None:
             self.runtime.cancel_turn()
+        elif self._escape_twice.pressed(empty=not self.composer.text) and self.runtime:
+            await self.run_command("/rewind")
         else:
             self.composer.clear()
+
+    @cached_property
+    def _escape_twice(self) -> EscapeTwice:
+        """Esc twice on an empty composer opens /rewind's picker."""
+        return EscapeTwice()
 
     def _add_skill_commands(self) -> None:
         """`/<skill>` for the user's skills; a built-in command of the same name stays."""
@@ -721,8 +751,8 @@ class CodeWhaleApp(App[None]):
         if isinstance(event, events.StorageError | events.StateWriteFailed):
             await self.show_storage_problem(event.message)
             return
-        if isinstance(event, events.AgentEvent):
-            await self._agent_event_on_top(event.envelope())
+        if isinstance(event, events.AnyAgentEvent):
+            await self._agent_event_on_top(event)
         if isinstance(event, events.Retrying) and event.delay >= LONG_RETRY_SECS:
             self.notify(
                 f"Retrying in {event.delay:.0f} s: {event.reason}",
@@ -754,9 +784,9 @@ class CodeWhaleApp(App[None]):
 
         if self.runtime is None:
             return
-        if isinstance(event, events.AgentEvent):
-            self.child_wait.saw(event.envelope())
-            self._agent_event(event.envelope())
+        if isinstance(event, events.AnyAgentEvent):
+            self.child_wait.saw(event)
+            self._agent_event(event)
             return
         if isinstance(event, events.WaitStarted):
             self.child_wait.start(self.runtime.children_waited_on(event.ts))
@@ -773,40 +803,42 @@ class CodeWhaleApp(App[None]):
             self.sidebar.show_work(self.runtime.work())
         if isinstance(event, events.ToolCallFinished) and event.name.startswith("rlm_"):
             self.sidebar.show_rlm(self.runtime.rlm_summaries())
+        if isinstance(event, events.BackgroundTaskChanged):
+            self.sidebar.tasks.show_tasks(self.runtime.background_tasks())
         if isinstance(event, events.UsageEvent | events.TurnComplete | events.ContextCompacted):
             self.refresh_status(soon=True)
 
-    async def _agent_event_on_top(self, envelope: dict) -> None:
+    async def _agent_event_on_top(self, event: events.AnyAgentEvent) -> None:
+        from codewhale.runtime.events import AgentFinished
         from codewhale.tui.agent_screen import AgentScreen  # loaded on first use (cold start)
 
         # Every open agent screen, not only the top one: an approval may cover it. One
         # still mounting reads its child's state as it mounts.
         for screen in self.screen_stack:
             if isinstance(screen, AgentScreen) and screen.is_mounted:
-                await screen.agent_envelope(envelope)
-        if envelope["kind"] in ("completed", "failed", "cancelled", "interrupted"):
+                await screen.agent_event(event)
+        if isinstance(event, AgentFinished):
             runtime = self.runtime
-            snapshot = runtime.agent_snapshot(envelope["agent_id"]) if runtime else None
-            name = snapshot.nickname if snapshot else envelope["agent_id"]
-            self.notify(f"{name} {envelope['kind']}", title="sub-agent")
+            snapshot = runtime.agent_snapshot(event.agent_id) if runtime else None
+            name = snapshot.nickname if snapshot else event.agent_id
+            self.notify(f"{name} {event.status}", title="sub-agent")
             if snapshot is not None:
                 self.signal_finished(
-                    f"{name} {envelope['kind']}",
+                    f"{name} {event.status}",
                     snapshot.description,
                     snapshot.elapsed_ms / 1000,
                 )
 
-    def _agent_event(self, envelope: dict) -> None:
+    def _agent_event(self, event: events.AnyAgentEvent) -> None:
         from codewhale.tui.transcript import agent_heading
 
         if self.runtime is None:
             return
-        snapshot = self.runtime.agent_snapshot(envelope["agent_id"])
+        snapshot = self.runtime.agent_snapshot(event.agent_id)
         if snapshot is not None:
             self.sidebar.show_agent(snapshot)
-            detail = envelope.get("message", "") if envelope["kind"] != "completed" else ""
             title = agent_heading(snapshot.nickname, snapshot.type, snapshot.description)
-            self.transcript.agent_envelope(envelope, title, detail, snapshot.summary)
+            self.transcript.agent_event(event, title, snapshot.summary)
         self.refresh_status(soon=True)
 
     def _next_approval(self) -> None:
@@ -880,13 +912,18 @@ class CodeWhaleApp(App[None]):
         if not (isinstance(self.screen, AgentScreen) and self.screen.agent_id == message.agent_id):
             self.push_screen(AgentScreen(message.agent_id), self._back_from_agent_screen)
 
+    def on_task_row_selected(self, message: TaskRow.Selected) -> None:
+        from codewhale.tui.task_screen import TaskScreen  # loaded on first use
+
+        self.push_screen(TaskScreen(message.task_id), self._back_from_agent_screen)
+
     def _back_from_agent_screen(self, _result: None) -> None:
         """Back on the main screen, the composer has the focus, not the row or cell that
         opened the agent screen: typing goes on there, and Enter sends, not reopens."""
         self.composer.screen.set_focus(self.composer)
 
     async def action_quit(self) -> None:
-        """Quit; with sub-agents running, ask first, since quitting stops them.
+        """Quit; with sub-agents or background tasks running, ask first: quitting stops them.
 
         Asked again while the question is open (Ctrl+Q, Ctrl+C twice), it quits.
         """
@@ -897,13 +934,15 @@ class CodeWhaleApp(App[None]):
             self.exit()
 
         running = self.runtime.live_children() if self.runtime is not None else 0
-        if running and not isinstance(self.screen, QuitScreen):
+        tasks = self.runtime.background_tasks() if self.runtime is not None else []
+        tasks = [task for task in tasks if task.running]  # stopped with the session
+        if (running or tasks) and not isinstance(self.screen, QuitScreen):
 
             async def answered(quit_app: bool | None) -> None:
                 if quit_app:
                     await leave()
 
-            self.push_screen(QuitScreen(running), answered)
+            self.push_screen(QuitScreen(running, tasks), answered)
             return
         await leave()
 

@@ -20,7 +20,9 @@ from codewhale.subagents.card import agent_card
 from codewhale.subagents.catalog import format_entries
 from codewhale.tui.commands import CommandRegistry, Handler, SlashCommand
 from codewhale.tui.diff_screen import show_diff
+from codewhale.tui.hooks_view import hooks_command
 from codewhale.tui.permissions_view import permissions_command
+from codewhale.tui.rewind_screen import rewind_command
 from codewhale.tui.usage_view import show_cost, show_status
 
 if TYPE_CHECKING:
@@ -372,6 +374,7 @@ def build_registry() -> CommandRegistry:
         SlashCommand("memory", "show the memory file the model sees", _memory),
         SlashCommand("skills", "list the skills of this workspace and user", _skills),
         SlashCommand("permissions", "allow/ask/deny rules: list, remove N", permissions_command),
+        SlashCommand("hooks", "lifecycle hooks; trust a project's", hooks_command, usage="[trust]"),
         SlashCommand(
             "mcp",
             "MCP servers: their state and tools; trust a project's .mcp.json",
@@ -379,6 +382,7 @@ def build_registry() -> CommandRegistry:
             usage="[trust]",
         ),
         SlashCommand("revert", "restore files changed in the last N turns", _revert, usage="[N]"),
+        SlashCommand("rewind", "go back to before an earlier prompt (Esc Esc)", rewind_command),
         SlashCommand("status", "session, model, mode, context, tokens, sub-agents", show_status),
         SlashCommand("cost", "tokens and cost of the session and of each sub-agent", show_cost),
         SlashCommand("diff", "show the files this session changed, and their diffs", show_diff),

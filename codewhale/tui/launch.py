@@ -97,7 +97,8 @@ def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:
     problem = (resume and unknown_session(resume)) or missing_key(loaded)
     if problem:
         return problem
-    launch_receipt.remember(receipt, state_dir, Appearance.of(loaded))
+    # With the status line a session here last opened with: this start paints it too.
+    launch_receipt.remember(receipt, state_dir, Appearance.guessed(loaded), workspace)
     return loaded
 
 

@@ -9,13 +9,19 @@ skips them, paints, and reads the config with the session after the first frame.
 With the digest goes the status line a new session showed when it last opened with this
 setup (mode, model, sandbox, context use; `OpeningStatus`), so the next start draws it
 in its first frame: the screen is then as it stays, and the session opens behind it.
+A start that misses (a changed config) draws the status line the workspace's last
+session opened with, if the config just read names the same model: most changes leave
+it as it was, and one that does not is redrawn when the session opens.
 
-The digest covers the config files' bytes, the whole environment (but for the shell's
-own `_`, `PWD`, `OLDPWD` and `SHLVL`, which no setting comes from), the flags, the
-workspace, the Python and CodeWhale versions, the newest source file's mtime and whether
-the offline model is installed, so anything that could change the answer misses and the
-checks run in full. The receipt file (mode 0600) holds digests and those two settings,
-never an input's value.
+The digest covers what the checks read: the config files (by size and mtime), the
+environment variables the config loader and the key check look at (`CODEWHALE_*`,
+`DEEPSEEK_*` and every provider's key variable, see `checked_environment`), the flags,
+the workspace, the Python and CodeWhale versions, the newest source file's mtime and
+whether the offline model is installed: anything that could change the answer misses
+and the checks run in full. Nothing else in the environment enters it, so a new tmux
+pane or terminal window (TMUX_PANE, WINDOWID, TERM_SESSION_ID...) still hits. The
+receipt file (mode 0600) holds digests, those two settings, the status line and the
+workspace's path, never another input's value.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +40,7 @@ from codewhale.atomic import atomic_write_text
 from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
 from codewhale.permissions import Mode
 from codewhale.providers.local_model import missing_local_runtime, status_limits
+from codewhale.providers.presets import PRESETS
 from codewhale.secret_names import secret_name
 
 if TYPE_CHECKING:
@@ -54,7 +61,12 @@ else:
 RECEIPT_FILE = "launch-checks.json"
 # Workspaces and setups remembered at once; the oldest is dropped first.
 KEEP = 16
-SHELL_ONLY = frozenset({"_", "PWD", "OLDPWD", "SHLVL"})
+# The environment the config loader (config.py: CODEWHALE_HOME, CODEWHALE_PROVIDER,
+# CODEWHALE_MODEL, DEEPSEEK_BASE_URL, ...) and the key check read: whole prefixes, so a
+# variable the loader learns to read later is covered without a change here.
+CHECKED_PREFIXES = ("CODEWHALE_", "DEEPSEEK_")
+# Each provider's own key variable (OPENAI_API_KEY, ...): the key check asks if it is set.
+KEY_VARIABLES = frozenset(preset.key_env for preset in PRESETS.values() if preset.key_env)
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -117,6 +129,12 @@ class Appearance:
     def of(cls, loaded: LoadedConfig) -> Appearance:
         return cls(theme=loaded.config.tui.theme, sidebar=loaded.config.tui.sidebar)
 
+    @classmethod
+    def guessed(cls, loaded: LoadedConfig) -> Appearance:
+        """As `of`, with the status line a new session in this workspace last opened with,
+        when the config just read names the same model and limits."""
+        return replace(cls.of(loaded), status=_last_status(loaded))
+
 
 def digest(
     workspace: Path, overrides: Mapping[str, str], env: Mapping[str, str] | None = None
@@ -142,15 +160,21 @@ def digest(
         "source": _newest_source(PACKAGE),
         "workspace": str(workspace),
         "flags": sorted(overrides.items()),
-        "env": sorted(
-            (name, "<set>" if secret_name(name) and value else value)
-            for name, value in env.items()
-            if name not in SHELL_ONLY
-        ),
+        "env": checked_environment(env),
         "config files": files,
         "offline model": missing_local_runtime(),
     }
     return sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def checked_environment(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The variables the config and key checks read, sorted; one that looks like a secret
+    only as set or unset (the key check asks no more)."""
+    return sorted(
+        (name, "<set>" if secret_name(name) and value else value)
+        for name, value in env.items()
+        if name.startswith(CHECKED_PREFIXES) or name in KEY_VARIABLES
+    )
 
 
 def recall(key: str, state_dir: Path) -> Appearance | None:
@@ -166,11 +190,11 @@ def recall(key: str, state_dir: Path) -> Appearance | None:
     )
 
 
-def remember(key: str, state_dir: Path, appearance: Appearance) -> None:
+def remember(key: str, state_dir: Path, appearance: Appearance, workspace: Path) -> None:
     """Keep this digest as passed; a write that fails only costs the next start its check."""
     receipts = _receipts(state_dir)
     receipts.pop(key, None)
-    receipts[key] = asdict(appearance)
+    receipts[key] = {**asdict(appearance), "workspace": str(workspace)}
     kept = dict(list(receipts.items())[-KEEP:])
     with contextlib.suppress(OSError):
         atomic_write_text(state_dir / RECEIPT_FILE, json.dumps(kept))
@@ -190,6 +214,21 @@ def remember_opening_status(
     entry["status"] = shown
     with contextlib.suppress(OSError):
         atomic_write_text(state_dir / RECEIPT_FILE, json.dumps(receipts))
+
+
+def _last_status(loaded: LoadedConfig) -> OpeningStatus | None:
+    """The newest status line remembered for `loaded`'s workspace, if it names the model
+    and limits this config opens with (mode, sandbox and context use are as likely)."""
+    if loaded.workspace is None:
+        return None
+    settings = loaded.provider_settings()
+    limits = status_limits(settings.provider, settings.offer_tools)
+    for entry in reversed(_receipts(user_dirs().state_dir).values()):
+        if isinstance(entry, dict) and entry.get("workspace") == str(loaded.workspace):
+            status = OpeningStatus.from_json(entry.get("status"))
+            if status is not None and (status.model, status.limits) == (settings.model, limits):
+                return status
+    return None
 
 
 def _receipts(state_dir: Path) -> dict[str, object]:

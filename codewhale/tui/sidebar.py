@@ -1,4 +1,5 @@
-"""The Work sidebar: checklist, plan, RLM sessions and one two-line row per sub-agent.
+"""The Work sidebar: checklist, plan, RLM sessions, background tasks (task_rows.py) and one
+two-line row per sub-agent.
 
 Rows are ordered running → waiting → finished (most recent first) and moved, never
 rebuilt; finished rows fade, then fold into one "N done" line that Enter or a click opens.
@@ -110,15 +111,48 @@ def plural(number: int, noun: str) -> str:
 
 
 def counts_text(snapshot: AgentSnapshot, cost: float | None = None) -> str:
-    """Steps (model responses), tool calls, tokens and cost; empty before the first response."""
+    """Steps (model responses), tool calls, tokens and cost; empty before the first response.
+
+    Tokens and cost a budget limits read "used/limit" (`3.1k/50.0k`, `$0.01/$0.20`)."""
     if not (snapshot.steps_taken or snapshot.tool_calls or snapshot.tokens):
         return ""
     parts = [plural(snapshot.steps_taken, "step"), plural(snapshot.tool_calls, "tool")]
-    if snapshot.tokens:
+    budget = snapshot.budget
+    if budget.max_tokens is not None:
+        parts.append(f"{tokens_text(snapshot.budget_tokens)}/{tokens_text(budget.max_tokens)}")
+    elif snapshot.tokens:
         parts.append(tokens_text(snapshot.tokens))
-        if cost is not None:  # unknown for a model without a price, or an earlier run's
-            parts.append(format_cost(cost))
+    if budget.max_cost_usd is not None:
+        parts.append(f"{format_cost(cost) or '?'}/{format_cost(budget.max_cost_usd)}")
+    elif snapshot.tokens and cost is not None:  # unknown without a price, or an earlier run's
+        parts.append(format_cost(cost))
     return " ".join(parts)
+
+
+def runtime_text(snapshot: AgentSnapshot, elapsed_ms: int) -> str:
+    """Its elapsed time, "used/limit" (`12s/2m00s`) when a budget limits it."""
+    if (secs := snapshot.budget.max_runtime_secs) is None:
+        return elapsed_text(elapsed_ms)
+    return f"{elapsed_text(elapsed_ms)}/{elapsed_text(int(secs * 1000))}"
+
+
+def budget_text(snapshot: AgentSnapshot, elapsed_ms: int, cost: float | None = None) -> str:
+    """`budget 12s/2m00s · 3.1k/50.0k tok · $0.01/$0.20`; empty when no budget is set."""
+    budget, parts = snapshot.budget, []
+    if budget.max_runtime_secs is not None:
+        parts.append(runtime_text(snapshot, elapsed_ms))
+    if budget.max_tokens is not None:
+        used = tokens_text(snapshot.budget_tokens)
+        parts.append(f"{used}/{tokens_text(budget.max_tokens)} tok")
+    if budget.max_cost_usd is not None:
+        # "?": no price is known for its model, so what it spent cannot be counted.
+        parts.append(f"{format_cost(cost) or '?'}/{format_cost(budget.max_cost_usd)}")
+    return "budget " + " · ".join(parts) if parts else ""
+
+
+def runs_text(snapshot: AgentSnapshot) -> str:
+    """`run 2` once a message revived the child; empty for its first run."""
+    return f"run {snapshot.runs}" if snapshot.runs > 1 else ""
 
 
 def squeeze(text: str, width: int) -> str:
@@ -180,7 +214,9 @@ def row_text(
     head.append(one_line(snapshot.nickname), style=color)
     head.stylize("bold", 2)
     head.append(f" {one_line(snapshot.description)}")
-    elapsed = "" if snapshot.status == "pending" else elapsed_text(elapsed_ms)
+    elapsed = "" if snapshot.status == "pending" else runtime_text(snapshot, elapsed_ms)
+    if runs := runs_text(snapshot):
+        elapsed = f"{runs} · {elapsed}" if elapsed else runs
     counts = "" if snapshot.continuable else counts_text(snapshot, cost)
     detail = Text("  ")
     waiting = WAITING_LABELS.get(snapshot.worker_status)
@@ -198,25 +234,25 @@ def row_text(
     return lines
 
 
-def row_tooltip(snapshot: AgentSnapshot, elapsed_ms: int) -> Text:
+def row_tooltip(snapshot: AgentSnapshot, elapsed_ms: int, cost: float | None = None) -> Text:
     """Everything the row abbreviates, spelled out."""
     state = snapshot.status
     if snapshot.activity and not snapshot.terminal:
         state = f"{state} · {one_line(snapshot.activity)}"
-    return Text(
-        "\n".join(
-            [
-                one_line(snapshot.description),
-                f"{one_line(snapshot.nickname)} ({one_line(snapshot.name)}) · "
-                f"{one_line(snapshot.type)}",
-                f"model {one_line(snapshot.model)}",
-                state,
-                f"{plural(snapshot.steps_taken, 'step')} · "
-                f"{plural(snapshot.tool_calls, 'tool call')} · "
-                f"{snapshot.tokens:,} tokens · {elapsed_text(elapsed_ms)}",
-            ]
-        )
-    )
+    if runs := runs_text(snapshot):
+        state = f"{state} · {runs}"
+    lines = [
+        one_line(snapshot.description),
+        f"{one_line(snapshot.nickname)} ({one_line(snapshot.name)}) · {one_line(snapshot.type)}",
+        f"model {one_line(snapshot.model)}",
+        state,
+        f"{plural(snapshot.steps_taken, 'step')} · "
+        f"{plural(snapshot.tool_calls, 'tool call')} · "
+        f"{snapshot.tokens:,} tokens · {elapsed_text(elapsed_ms)}",
+    ]
+    if budget := budget_text(snapshot, elapsed_ms, cost):
+        lines.append(budget)
+    return Text("\n".join(lines))
 
 
 def in_order(rows: list[AgentRow], place: dict[AgentRow, int]) -> set[AgentRow]:
@@ -317,11 +353,11 @@ class AgentRow(Static, can_focus=True):
         elapsed = self.elapsed_ms(now)
         quiet = self.quiet_ms(now)
         self._times_shown = self._times(elapsed, quiet)
-        tooltip = row_tooltip(self.snapshot, elapsed)
+        cost = self.lookups.cost(self.agent_id)
+        tooltip = row_tooltip(self.snapshot, elapsed, cost)
         if tooltip != self.tooltip:
             self.tooltip = tooltip
         width = laid_out_size(self).width or ROW_WIDTH  # 0: not laid out yet
-        cost = self.lookups.cost(self.agent_id)
         text = row_text(self.snapshot, elapsed, width, quiet, cost)
         # Most events change nothing the row shows (a child's stream moves on, its counts
         # change at the end of a step): only a changed row is drawn again. Two lines
@@ -377,6 +413,10 @@ class WorkSidebar(VerticalScroll):
         self.plan = Static("—", classes="section empty", markup=False)
         self.rlm_title = Static("RLM sessions", classes="section-title empty")
         self.rlm = Static("—", classes="section empty", markup=False)
+        # Imported here: its rows use this module's helpers.
+        from codewhale.tui.task_rows import TasksSection
+
+        self.tasks = TasksSection()  # shown once the session has a background task
         self._agents_heading = "Sub-agents: none"
         self.agents_title = Static(self._agents_heading, classes="section-title")
         self.agent_rows = Vertical(id="agent-rows")
@@ -397,6 +437,7 @@ class WorkSidebar(VerticalScroll):
         yield self.plan
         yield self.rlm_title
         yield self.rlm
+        yield self.tasks
         yield self.agents_title
         yield self.agent_rows
         yield self.done_line
@@ -474,11 +515,13 @@ class WorkSidebar(VerticalScroll):
         return self.count(Group.RUNNING), self.count(Group.WAITING)
 
     def tick(self) -> None:
-        """Once a second: running rows' elapsed time, and finished rows fading and folding."""
+        """Once a second: running rows' (and tasks') elapsed time, and finished rows fading
+        and folding."""
         now = wall_clock()
         for row in self._rows.values():
             if row.snapshot.status == "running":
                 row.tick(now)
+        self.tasks.tick()
         self._fold(now)
 
     def _arrange(self) -> None:

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
@@ -376,7 +376,7 @@ class Transcript(VerticalScroll):
         self.call_after_refresh(self._fill)
 
     def has_agent(self, agent_id: str) -> bool:
-        """Whether a cell of this sub-agent is on show (its envelopes then update it)."""
+        """Whether a cell of this sub-agent is on show (its events then update it)."""
         return agent_id in self._agents
 
     def _batch_rows(self) -> int:
@@ -441,26 +441,42 @@ class Transcript(VerticalScroll):
     async def notice(self, text: str, kind: str = "info") -> None:
         await self.add(Notice(text, kind))
 
-    def agent_envelope(self, envelope: dict, title: str, detail: str, summary: str = "") -> None:
+    def agent_event(self, event: events.AnyAgentEvent, title: str, summary: str = "") -> None:
         """Show a child's lifecycle inline: created on open, fed progress, settled at the end
         (with `summary`, its report's SUMMARY, when it has one)."""
-        agent_id = envelope["agent_id"]
+        # Here, not at the top: the event classes load with the session, after the first frame.
+        from codewhale.runtime import events
+
+        agent_id = event.agent_id
         cell = self._agents.get(agent_id)
         if cell is None:
             cell = self._agents[agent_id] = AgentCell(agent_id, title)
             self.add(cell)
-        kind = envelope["kind"]
-        if kind == "progress" and envelope.get("text_tail"):
+        if isinstance(event, events.AgentProgress) and event.text_tail:
             # Children stream a dozen tails a second each: drawn a frame at a time.
-            self._tails[cell] = envelope["text_tail"]
+            self._tails[cell] = event.text_tail
             self._previews.request()
             return
         if (tail := self._tails.pop(cell, None)) is not None:  # in order, before this
             cell.progress(tail)
-        if kind in ("started", "tool_call_started"):
-            cell.running(envelope.get("tool", "thinking"))
-        elif kind in ("completed", "failed", "cancelled", "interrupted"):
-            cell.settle(kind, detail, summary)
+        match event:
+            case events.AgentStarted():
+                cell.running("thinking")
+            case events.AgentToolStarted():
+                cell.running(event.tool)
+            case events.AgentFinished():
+                detail = "" if event.status == "completed" else event.message
+                cell.settle(event.status, detail, summary)
+            case (
+                events.AgentQueued()
+                | events.AgentProgress()
+                | events.AgentToolFinished()
+                | events.AgentSpawned()
+                | events.AgentUsage()
+            ):
+                pass  # nothing to show beyond the tail drawn above
+            case _:
+                assert_never(event)
 
     def _show_tails(self) -> None:
         tails, self._tails = self._tails, {}
@@ -514,6 +530,8 @@ class Transcript(VerticalScroll):
             await self.notice(event.message, "error")
         elif isinstance(event, events.WarningEvent):
             await self.notice(event.message, "warning")
+        elif isinstance(event, events.HookRan):
+            await self.notice(event.line(), "info" if event.outcome == "ok" else "warning")
         # /compact says what it did itself; these are the ones a turn did on its own.
         elif isinstance(event, events.ContextCompacted) and event.trigger == "auto":
             await self.notice(

@@ -10,9 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from codewhale.runtime.events import AgentSnapshot
-
-ENDED = ("completed", "failed", "cancelled", "interrupted")
+    from codewhale.runtime.events import AgentEvent, AgentSnapshot
 
 
 def names_text(names: list[str]) -> str:
@@ -39,11 +37,14 @@ class ChildWait:
         self._waited = {child.agent_id: child.nickname for child in children}
         self._ended = []
 
-    def saw(self, envelope: dict) -> None:
-        """A mailbox envelope: a child waited on that ended is what wakes the turn."""
-        if not self.waiting or envelope["kind"] not in ENDED:
+    def saw(self, event: AgentEvent) -> None:
+        """A mailbox event: a child waited on that ended is what wakes the turn."""
+        # Here, not at the top: the event classes load with the session, after the first frame.
+        from codewhale.runtime.events import AgentFinished
+
+        if not self.waiting or not isinstance(event, AgentFinished):
             return
-        nickname = self._waited.pop(envelope["agent_id"], None)
+        nickname = self._waited.pop(event.agent_id, None)
         if nickname is not None:
             self._ended.append(nickname)
 

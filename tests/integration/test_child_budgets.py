@@ -13,8 +13,13 @@ from tests.support.subagents import REPORT, for_task
 
 
 def run_exec(llm, tmp_path, config: str = "") -> tuple[subprocess.CompletedProcess[str], list]:
+    (tmp_path / "repo").mkdir()
+    return run_exec_in(llm, tmp_path, config)
+
+
+def run_exec_in(llm, tmp_path, config: str = "") -> tuple[subprocess.CompletedProcess[str], list]:
+    """`codewhale exec` in `tmp_path/repo` (made already), and the agents it recorded."""
     workspace = tmp_path / "repo"
-    workspace.mkdir()
     home = tmp_path / "home"
     (home / "config").mkdir(parents=True)
     (home / "config" / "config.toml").write_text(config)
@@ -90,3 +95,35 @@ def test_a_fan_out_past_max_children_per_turn_is_refused_not_queued(llm, tmp_pat
     answers = [m["content"] for m in parent[1]["messages"] if m["role"] == "tool"]
     refused = [a for a in answers if "max_children_per_turn = 3" in a]
     assert len(refused) == 2 and "this turn has opened 3 sub-agents" in refused[0]
+
+
+SLOW_WORKER = """---
+name: slow-worker
+description: Works slowly.
+max_runtime_secs: 1
+max_tokens: 90000
+---
+You work slowly and report.
+"""
+
+
+def test_a_definitions_runtime_budget_ends_its_child_failed(llm, tmp_path):
+    agents = tmp_path / "repo" / ".codewhale" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "slow-worker.md").write_text(SLOW_WORKER)
+    llm.route(for_task("slow job"), Reply(fault=Fault.stall(seconds=60)))
+    # agent_open's own max_tokens wins over the definition's; the runtime is the file's.
+    opened = ToolCallSpec(
+        "agent_open", {"prompt": "slow job", "type": "slow-worker", "max_tokens": 40000}
+    )
+    llm.enqueue(Reply(tool_calls=[opened]), Reply(text="waiting"))
+    llm.respond = lambda body: Reply(text="done")
+    result, (child,) = run_exec_in(llm, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert child["type"] == "slow-worker" and child["status"] == "failed"
+    assert "budget: ran past max_runtime_secs=1" in json.dumps(child)
+    parent = [r.json for r in llm.requests if not for_task("slow job")(r.json)]
+    projection = json.loads(
+        next(m["content"] for m in parent[1]["messages"] if m["role"] == "tool")
+    )
+    assert projection["budget"] == {"max_runtime_secs": 1, "max_tokens": 40000}

@@ -136,13 +136,13 @@ def test_in_a_terminal_the_prompt_is_the_first_turn_and_ctrl_c_twice_quits(llm, 
     )
     os.close(terminal)
     try:
-        screen = _read_until(controller, b"pong-from-loopback", timeout=30)
+        screen = _read_until(controller, b"pong-from-loopback", timeout=120)
         assert b"pong-from-loopback" in screen, screen[-800:]
         assert [r.json["messages"][-1] for r in llm.requests] == [
             {"role": "user", "content": "ping"}
         ]
         os.write(controller, b"\x03\x03")  # Ctrl+C twice, as the terminal sends it
-        assert process.wait(timeout=15) == 0
+        assert process.wait(timeout=60) == 0
         assert b"Traceback" not in screen + _read_until(controller, b"Traceback", timeout=0.5)
     finally:
         if process.poll() is None:
@@ -173,12 +173,12 @@ def test_continue_with_nothing_to_continue_starts_a_session_and_names_it_on_exit
     )
     os.close(terminal)
     try:
-        screen = _read_until(controller, b"pong-from-loopback", timeout=30)
+        screen = _read_until(controller, b"pong-from-loopback", timeout=120)
         assert b"pong-from-loopback" in screen, screen[-800:]
         assert b"no earlier session here: started a new one" in screen
         os.write(controller, b"\x03\x03")  # Ctrl+C twice quits
-        after = _read_until(controller, b"codewhale --resume", timeout=15)
-        assert process.wait(timeout=15) == 0
+        after = _read_until(controller, b"codewhale --resume", timeout=60)
+        assert process.wait(timeout=60) == 0
         after += _read_until(controller, b"\n", timeout=0.5)  # the rest of the last line
     finally:
         if process.poll() is None:

@@ -16,6 +16,9 @@ from tests.support.settings import TEST_KEY, app_environment
 BATCHES = 4
 KILLS_PER_BATCH = 25
 OPENS = 4
+# A ceiling for one run to reach its kill, not a measure: a run takes a few seconds, and
+# tens of seconds on a loaded machine (the suite under `make test-stress`).
+RUN_CEILING_SECS = 300
 
 
 def is_child(body) -> bool:
@@ -59,7 +62,7 @@ def kill_when_announced(workspace, home) -> tuple[list[str], list[str]]:
             env=env,
         )
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=RUN_CEILING_SECS)
         finally:
             if process.poll() is None:
                 process.kill()

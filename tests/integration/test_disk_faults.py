@@ -25,6 +25,8 @@ from tests.support.subagents import REPORT, for_task
 # 400 KB in 400 lines, streamed in 4 KB chunks.
 ANSWER = "".join(f"{n:04d} " + "0123456789abcdef" * 64 + "\n" for n in range(400)).rstrip()
 needs_mounts = pytest.mark.skipif(not can_mount(), reason="cannot mount in a user namespace")
+# A ceiling for a hung run, not a measure: a run takes seconds, longer on a loaded machine.
+RUN_CEILING_SECS = 600
 
 
 @pytest.fixture
@@ -48,7 +50,9 @@ def run(llm, home, workspace):
     )
 
     def run(command: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=RUN_CEILING_SECS
+        )
 
     return run
 

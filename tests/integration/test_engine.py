@@ -15,6 +15,7 @@ from codewhale.engine import events
 from codewhale.permissions import Mode
 from codewhale.runtime import open_runtime
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
+from tests.support.processes import daemon_marker, running
 from tests.support.settings import TEST_KEY, app_environment
 
 
@@ -92,16 +93,18 @@ async def test_cancel_mid_stream_keeps_partial_output_marked_interrupted(llm, ma
 
 async def test_cancel_during_a_tool_answers_the_open_call(llm, make_session):
     session = make_session()
-    llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "sleep 30"}, id="s")]))
+    marker = daemon_marker()
+    command = {"command": f"sleep {marker}"}
+    llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", command, id="s")]))
 
     async def cancel_when_tool_starts():
-        while not of_type(session.seen, events.ToolCallStarted):
+        # The tool is under way once its command runs.
+        while not (of_type(session.seen, events.ToolCallStarted) and running(marker)):
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.1)
         session.engine.cancel()
 
     result, _ = await asyncio.wait_for(
-        asyncio.gather(session.engine.run_turn("wait"), cancel_when_tool_starts()), 10
+        asyncio.gather(session.engine.run_turn("wait"), cancel_when_tool_starts()), 120
     )
     await session.close()
     assert result.status == "interrupted"

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from codewhale.subagents.state.reading import read_state
+from codewhale.subagents.store import SubagentStore
 from tests.support.git_repo import git, make_repo
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY, app_environment
@@ -16,6 +18,8 @@ from tests.support.subagents import REPORT
 
 CALC = "def add(a, b):\n    return a - b\n"
 CHECK = "from calc import add\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+# A ceiling for a hang, not a measure: on a loaded machine a run's start alone takes seconds.
+CEILING_SECS = 120
 
 
 @pytest.fixture
@@ -224,7 +228,6 @@ def test_resume_after_a_crash_mid_write_and_no_key_in_session_files(llm, run_exe
 
 def test_sigint_interrupts_the_turn_and_exits_130(llm, run_exec, workspace, tmp_path):
     import signal
-    import time
 
     llm.enqueue(Reply(text=[f"w{i} " for i in range(400)], chunk_delay=0.05))
     env = run_exec.env
@@ -240,14 +243,13 @@ def test_sigint_interrupts_the_turn_and_exits_130(llm, run_exec, workspace, tmp_
         for line in process.stdout:
             if json.loads(line)["type"] == "assistant_delta":
                 break
-        started = time.monotonic()
         process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=10)
+        rest, _ = process.communicate(timeout=CEILING_SECS)
     finally:
         if process.poll() is None:
             process.kill()
+    # The answer streams for 20 s: interrupted (not completed) is what says it stopped.
     assert process.returncode == 130
-    assert time.monotonic() - started < 5
     *_, last, result = [json.loads(line) for line in rest.strip().splitlines()]
     assert last["type"] == "turn_complete" and last["status"] == "interrupted"
     assert result["type"] == "result" and result["status"] == "interrupted"
@@ -290,7 +292,7 @@ def test_sigkill_while_children_run_leaves_valid_records_and_transcripts(llm, ru
     )
     state = workspace / ".codewhale" / "state" / "subagents.v1.json"
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + CEILING_SECS
         while time.monotonic() < deadline:
             children = sum(is_child(r.json) for r in llm.requests)
             if children >= 2 and state.exists():
@@ -301,7 +303,7 @@ def test_sigkill_while_children_run_leaves_valid_records_and_transcripts(llm, ru
         else:
             pytest.fail("children never reached running")
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+        process.wait(timeout=CEILING_SECS)
     finally:
         if process.poll() is None:
             process.kill()
@@ -406,13 +408,13 @@ def test_sigkill_then_continue_resumes_the_interrupted_child(llm, run_exec, work
         env=run_exec.env,
     )
     try:
-        deadline = time.monotonic() + 20
-        while not any(is_child(r.json) for r in llm.requests):
-            assert time.monotonic() < deadline, "the child never asked its model"
+        deadline = time.monotonic() + CEILING_SECS
+        # What a restart continues from: the child's state (running) and its transcript.
+        while not (any(is_child(r.json) for r in llm.requests) and saved_running(workspace)):
+            assert time.monotonic() < deadline, "the child never ran with its state saved"
             time.sleep(0.05)
-        time.sleep(0.3)  # its state (running) and transcript reach the disk
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+        process.wait(timeout=CEILING_SECS)
     finally:
         if process.poll() is None:
             process.kill()
@@ -464,6 +466,17 @@ def test_sigkill_then_continue_resumes_the_interrupted_child(llm, run_exec, work
         timeout=30,
     )
     assert shown.returncode == 0 and agent_id in shown.stdout
+
+
+def saved_running(workspace: Path) -> bool:
+    """The one child's record on disk (snapshot and journal) says running, and its
+    transcript holds its task."""
+    store = SubagentStore(workspace)
+    agents = read_state(store.files).agents
+    return len(agents) == 1 and all(
+        record["status"] == "running" and store.load_transcript(agent_id)
+        for agent_id, record in agents.items()
+    )
 
 
 def test_continue_where_no_session_ran_says_so_and_runs(llm, run_exec):

@@ -61,7 +61,28 @@ def test_a_completed_child_revived_with_a_message_reports_again(llm, tmp_path):
     assert any(FIRST in text for text in said)
     assert follow_up in said[-1]
     tool_results = [m["content"] for m in llm.requests[-1].json["messages"] if m["role"] == "tool"]
-    revival = json.loads(tool_results[2])["revival"]
+    reply = json.loads(tool_results[2])
+    revival = reply["revival"]
     assert revival["revived"] is True and revival["run_id"] != revival["previous_run_id"]
+    assert reply["message_delivery"] == {"delivered": True, "revived": True}
+    assert reply["runs"] == 2 and reply["run_id"] == revival["run_id"]
     # The new report reached the parent.
     assert any("12 tests counted" in text for text in tool_results[3:])
+    # The run count is kept with the record: `codewhale agents list/show` read it back.
+    listing = agents_command(env, workspace, "list", "--json")
+    (record,) = json.loads(listing)["agents"]
+    assert record["runs"] == 2 and record["status"] == "completed"
+    assert "(run 2)" in agents_command(env, workspace, "list")
+    assert "  runs: 2" in agents_command(env, workspace, "show", "surveyor").splitlines()
+
+
+def agents_command(env: dict[str, str], workspace, *arguments: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "codewhale", "agents", *arguments, "-C", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout

@@ -240,9 +240,8 @@ async def test_git_commit_without_a_message_fails_fast(workspace):
     tracked_file(workspace)
     git(workspace, "config", "user.name", "Sandbox Test")
     git(workspace, "config", "user.email", "sandbox@example.invalid")
-    started = time.monotonic()
+    # Waiting for an editor, it would run into its time limit instead of this answer.
     result = await run(context_for(workspace), "git commit", timeout=30)
-    assert time.monotonic() - started < 10
     assert not result.ok and "empty commit message" in result.output
 
 
@@ -267,7 +266,7 @@ async def test_a_setsid_daemon_dies_on_timeout(workspace):
 async def test_a_setsid_daemon_dies_on_cancel(workspace):
     marker = daemon_marker()
     task = asyncio.create_task(run(context_for(workspace), f"{daemon(marker)} sleep 300"))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a ceiling, not a measure
     while not running(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert running(marker), "the daemon never started"

@@ -141,7 +141,10 @@ async def test_cap_reached_is_the_exact_error(llm, make_session):
         "Sub-agent limit reached (max 2, running 2). Close or wait for an existing agent to finish."
     )
     await wait_done(session, first["agent_id"])
-    await asyncio.sleep(0.6)
+    # Its slot is free once its task has wound down, just after its record ended.
+    async with asyncio.timeout(120):  # a ceiling for a hang
+        while session.manager.live_count() == 2:
+            await asyncio.sleep(0.01)
     session.manager.open({"prompt": "four"})  # finished children free their slots
     await session.close()
 

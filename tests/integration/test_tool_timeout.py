@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any, ClassVar
 
 from codewhale.engine import events
@@ -64,14 +63,13 @@ def dispatcher_for(tmp_path, mode: Mode = Mode.YOLO, emit=None) -> ToolDispatche
 async def test_a_slow_call_ends_as_an_error_result_and_its_siblings_finish(tmp_path):
     seen: list[events.Event] = []
     dispatcher = dispatcher_for(tmp_path, emit=seen.append)
-    started = time.monotonic()
     slow, quick = await dispatcher.run(
         [
             ToolCall("c1", "sleeper", "{}"),
             ToolCall("c2", "sleeper", json.dumps({"seconds": 0.01})),
         ]
     )
-    assert time.monotonic() - started < 5
+    # Its own 30 s sleep was cut at the tool's limit.
     assert not slow.result.ok
     assert slow.result.output == "Error: sleeper timed out after 0.3 s"
     assert quick.result.ok and quick.result.output == "woke up"

@@ -48,8 +48,9 @@ def daemon_marker() -> str:
     return f"1000.{uuid.uuid4().int % 10**9:09d}"
 
 
-async def gone(marker: str, within: float = 5.0) -> bool:
-    """Whether every process with `marker` has ended within `within` seconds."""
+async def gone(marker: str, within: float = 60.0) -> bool:
+    """Whether every process with `marker` has ended within `within` seconds (a ceiling,
+    generous for a loaded machine: the wait ends as soon as they have)."""
     deadline = time.monotonic() + within
     while running(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)

@@ -67,7 +67,9 @@ def envelopes(session, kind=None):
     return [e for e in found if kind is None or e["kind"] == kind]
 
 
-async def wait_done(session, agent_id, timeout_ms=10_000):
+async def wait_done(session, agent_id, timeout_ms=120_000):
+    """The child's result once it ends; the default is a ceiling for a hang, generous so
+    that a loaded machine does not turn a slow child into a failure."""
     return await session.manager.evaluate(
         {"agent_id": agent_id, "block": True, "timeout_ms": timeout_ms}
     )

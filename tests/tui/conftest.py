@@ -83,7 +83,9 @@ async def type_and_send(pilot, text: str) -> None:
     await pilot.press("enter")
 
 
-async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
+async def wait_for(pilot, condition, timeout: float = 60.0) -> None:
+    """Return once `condition()` holds; `timeout` is a ceiling for a hang (generous, as
+    a loaded machine is slow), never a measure."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

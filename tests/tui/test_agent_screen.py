@@ -182,8 +182,9 @@ async def test_messages_reach_the_child_and_actions_follow_its_state(llm, make_a
             "also check README" in str(m.get("content"))
             for m in child_requests(llm)[-1]["messages"]
         )
-        assert enabled(screen) == {"back"}
-        assert screen.focused is screen.query_one("#back")
+        # Finished: what is left is to continue it with a message, or to go back.
+        assert enabled(screen) == {"revive", "back"}
+        assert screen.focused is screen.query_one("#revive")
         await app.action_quit()
 
 

@@ -166,7 +166,8 @@ async def test_focus_returns_to_where_it_was_after_an_answer(llm, make_app, work
         # Clicking a button moves focus into the dialog; it still comes back.
         await type_and_send(pilot, "run two")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.pause(0.1)
+        # Clicked once it is laid out (before, the click would land on nothing).
+        await wait_for(pilot, lambda: any(b.region.area for b in app.screen.query("#approve")))
         await pilot.click("#approve")
         await wait_for(pilot, lambda: not app.turn_running)
         assert app.focused is app.composer

@@ -32,8 +32,7 @@ async def test_a_tool_cell_expands_to_its_output(llm, make_app, workspace):
         cell = app.query_one(ToolCell)
         assert cell.collapsed
         await pilot.click(f"#{cell.id}" if cell.id else ToolCell)
-        await pilot.pause(0.1)
-        assert not cell.collapsed
+        await wait_for(pilot, lambda: not cell.collapsed)
         assert "1\thello" in str(cell.output.render())
         await app.action_quit()
 
@@ -358,7 +357,9 @@ async def _freeze_rows(app, pilot):
     await settle(app, pilot)
 
 
-def test_snapshot_work_sidebar_with_running_and_finished_children(snap_compare, llm, fixed_app):
+def test_snapshot_work_sidebar_with_running_and_finished_children(
+    snap_compare, llm, fixed_app, fixed_usage
+):
     app = _children_app(llm, fixed_app)
 
     async def run_before(pilot):

@@ -244,7 +244,8 @@ async def test_a_burst_of_events_redraws_the_status_line_and_rows_a_few_times(
             app.post_message(EngineEvent(progress))
         await wait_for(pilot, lambda: "│ line 99" in str(app.query_one(AgentCell).render()))
         await pilot.pause(0.2)
-        # 200 events, each asking for a redraw: the line and the row draw a handful of times.
-        assert 1 <= drawn["status"] <= 5
-        assert 1 <= drawn["rows"] <= 5
+        # 200 events, each asking for a redraw: the line and the row draw a few times (one
+        # per 1/30 s the burst lasts, so more on a busy machine), never once per event.
+        assert 1 <= drawn["status"] <= 40
+        assert 1 <= drawn["rows"] <= 40
         await app.action_quit()

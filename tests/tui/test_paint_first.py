@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -150,3 +151,91 @@ async def test_a_new_session_paints_its_status_line_in_the_first_frame(llm, monk
     resumed = HeldShut(again, workspace, continue_latest=True, opening=asyncio.Event())
     frame, then = await first_frame_status(resumed)
     assert "starting…" in frame and "deepseek" in then
+
+
+def welcomes(app: CodeWhaleApp) -> list[str]:
+    return [str(notice.render()) for notice in app.query(".welcome").results(Notice)]
+
+
+async def first_frame_screen(app: HeldShut) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
+    """The status line and welcome lines at the first frame (the session held shut) and
+    once the session has opened."""
+    running = asyncio.create_task(app.run_async(headless=True, size=(120, 30)))
+    try:
+        await until(lambda: painted(app))
+        at_first_frame = status(app), welcomes(app)
+        assert app.runtime is None
+        app.opening.set()
+        await until(lambda: app.session_ready.is_set())
+        return at_first_frame, (status(app), welcomes(app))
+    finally:
+        app.opening.set()
+        await until(lambda: app.session_ready.is_set())
+        await app.action_quit()
+        await running
+
+
+async def remembered_status(workspace: Path) -> str:
+    """Start once with the checks run, and wait until the receipt keeps its status line."""
+    first = checked(workspace)
+    _, (opened, _) = await first_frame_screen(HeldShut(first, workspace, opening=asyncio.Event()))
+    await until(lambda: getattr(checked(workspace), "status", None) is not None)
+    return opened
+
+
+async def test_a_receipt_paints_the_welcome_line_in_the_first_frame_too(
+    llm, monkeypatch, workspace
+):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    opened = await remembered_status(workspace)
+    again = checked(workspace)
+    frame, then = await first_frame_screen(HeldShut(again, workspace, opening=asyncio.Event()))
+    assert frame == then  # the whole screen as it stays, before the session opened
+    status_line, welcome_lines = frame
+    assert status_line == opened
+    assert len(welcome_lines) == 1 and "/help for commands" in welcome_lines[0]
+
+
+async def test_a_changed_config_paints_the_workspaces_last_status_line(
+    llm, monkeypatch, workspace, isolated_home
+):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    opened = await remembered_status(workspace)
+    config = isolated_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[tui]\ntheme = "nord"\n')  # a change the status line does not show
+    changed = checked(workspace)
+    assert not isinstance(changed, Appearance)  # a miss: the config is checked again
+    frame, then = await first_frame_screen(HeldShut(changed, workspace, opening=asyncio.Event()))
+    assert frame == then and frame[0] == opened
+
+    # One that names another model is drawn once the session says so.
+    config.write_text('model = "deepseek-v4-flash"\n')
+    other = checked(workspace)
+    frame, then = await first_frame_screen(HeldShut(other, workspace, opening=asyncio.Event()))
+    assert "starting…" in frame[0] and not frame[1]
+    assert "deepseek-v4-flash" in then[0] and len(then[1]) == 1
+
+
+async def test_a_welcome_drawn_from_the_receipt_goes_when_the_session_cannot_open(
+    llm, monkeypatch, workspace
+):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    await remembered_status(workspace)
+    app = HeldShut(checked(workspace), workspace, opening=asyncio.Event())
+    running = asyncio.create_task(app.run_async(headless=True, size=(120, 30)))
+    try:
+        await until(lambda: painted(app))
+        assert len(welcomes(app)) == 1
+        shutil.rmtree(workspace)  # gone before the session opens: it cannot
+        app.opening.set()
+        await until(lambda: app.session_ready.is_set())
+        assert "no session" in status(app)
+        assert not welcomes(app)
+    finally:
+        app.opening.set()
+        await app.action_quit()
+        await running

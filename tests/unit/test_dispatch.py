@@ -24,8 +24,9 @@ class Probe(Tool):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         self.log.append(f"start {self.name}")
         if self.approval is ApprovalClass.AUTO and self.barrier is not None:
-            # Only returns once all three read calls are in flight together.
-            await asyncio.wait_for(self.barrier.wait(), 2)
+            # Only returns once all three read calls are in flight together (the ceiling
+            # is for calls run one at a time, which would never all meet).
+            await asyncio.wait_for(self.barrier.wait(), 60)
         else:
             await asyncio.sleep(0.01)
         self.log.append(f"end {self.name}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 
 import httpx
 import pytest
@@ -13,6 +12,8 @@ import pytest
 from tests.support.llm_server import Fault, LoopbackLLM, Reply, ToolCallSpec
 
 STREAM = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+# Longer than any wait a test makes on a held request: reaching it would be the bug.
+STALL_SECS = 300
 
 
 def data_lines(text: str) -> list:
@@ -101,23 +102,22 @@ def test_keepalive_only_sends_comments_and_no_data(llm):
 
 def test_stop_ends_a_stall_promptly():
     server = LoopbackLLM().start()
-    server.enqueue(Reply(fault=Fault.stall(seconds=30)))
+    server.enqueue(Reply(fault=Fault.stall(seconds=STALL_SECS)))
 
     async def stalled_request():
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=STALL_SECS) as client:
             with contextlib.suppress(httpx.HTTPError):
                 await client.post(f"{server.base_url}/chat/completions", json=STREAM)
 
     async def scenario():
         task = asyncio.create_task(stalled_request())
-        await asyncio.sleep(0.2)
-        started = time.monotonic()
-        await asyncio.to_thread(server.stop)
-        stop_secs = time.monotonic() - started
-        await asyncio.wait_for(task, 5)
-        return stop_secs
+        while not server.requests:  # the request has reached its stall
+            await asyncio.sleep(0.01)
+        # Ceilings far below the stall: a stop that waited for it would miss them.
+        await asyncio.wait_for(asyncio.to_thread(server.stop), STALL_SECS / 10)
+        await asyncio.wait_for(task, STALL_SECS / 10)
 
-    assert asyncio.run(scenario()) < 1.5
+    asyncio.run(asyncio.wait_for(scenario(), STALL_SECS / 2))
 
 
 async def test_routes_serve_concurrent_conversations(llm):
@@ -153,13 +153,19 @@ def test_nothing_scripted_is_a_500(llm):
 
 
 async def test_sixteen_delayed_requests_run_in_parallel(llm):
-    llm.respond = lambda body: Reply(text="ok", request_delay=0.2)
+    # Each request is held until the server stops: served one at a time, the second
+    # would never arrive; served in parallel, all sixteen are in at once.
+    llm.respond = lambda body: Reply(text="ok", request_delay=STALL_SECS)
     body = {**STREAM, "stream": False}
-    async with httpx.AsyncClient(timeout=10) as client:
-        started = time.monotonic()
-        responses = await asyncio.gather(
-            *(client.post(f"{llm.base_url}/chat/completions", json=body) for _ in range(16))
-        )
-        elapsed = time.monotonic() - started
-    assert all(r.status_code == 200 for r in responses)
-    assert elapsed < 1.6  # serial would be 3.2 s; this checks parallelism, not speed
+    async with httpx.AsyncClient(timeout=STALL_SECS) as client:
+        held = [
+            asyncio.create_task(client.post(f"{llm.base_url}/chat/completions", json=body))
+            for _ in range(16)
+        ]
+        async with asyncio.timeout(STALL_SECS / 2):  # a ceiling for a hang
+            while len(llm.requests) < 16:
+                await asyncio.sleep(0.01)
+        for task in held:
+            task.cancel()
+        await asyncio.gather(*held, return_exceptions=True)
+    assert len(llm.requests) == 16

@@ -53,14 +53,12 @@ async def test_timeout_kills_the_whole_process_group(context):
     # sandboxed case, where the whole PID namespace goes).
     pid_file = context.workspace / "child.pid"
     command = f"sleep 300 & echo $! > {pid_file}; sleep 300"
-    started = time.monotonic()
     shell = ExecShell(SandboxConfig(enabled=False))
     result = await shell.run({"command": command, "timeout_secs": 1}, context)
-    assert time.monotonic() - started < 5
     assert result.output.startswith("[timed out after 1s; process group killed]")
     assert not result.ok
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 60  # a ceiling for a survivor, not a measure
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), "the backgrounded grandchild survived"

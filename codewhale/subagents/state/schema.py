@@ -100,6 +100,8 @@ class StoredRecord(_Strict):
     parent_agent_id: str | None = None
     authority: dict[str, Any] = {}
     worktree: _Worktree | None = None
+    runs: int = 1
+    budget: dict[str, int | float] = {}
 
     @model_validator(mode="after")
     def _status_matches_state(self) -> StoredRecord:

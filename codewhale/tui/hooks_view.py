@@ -1,0 +1,27 @@
+"""`/hooks`: the session's hooks, and `/hooks trust` for this project's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codewhale.tui.app import CodeWhaleApp
+
+
+async def hooks_command(app: CodeWhaleApp, arguments: str) -> None:
+    runtime = app.runtime
+    assert runtime is not None  # the command needs a session
+    word = arguments.strip()
+    if word == "trust":
+        count = runtime.trust_hooks()
+        said = (
+            f"Trusted {count} hook(s) of this project; they run from now on."
+            if count
+            else "No hook of this project is waiting for trust."
+        )
+        await app.transcript.notice(said)
+        return
+    if word:
+        await app.transcript.notice("usage: /hooks [trust]", "error")
+        return
+    await app.transcript.notice("\n".join(runtime.hook_lines()))
