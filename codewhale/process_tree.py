@@ -10,11 +10,12 @@ needs CONFIG_PROC_CHILDREN, which not every kernel has; the stat files are alway
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 PROC = "/proc"
 PR_SET_CHILD_SUBREAPER = 36
@@ -80,6 +81,31 @@ def kill_still_ours(pids: Iterable[int]) -> None:
     before it was stopped, some of which this process may have adopted since."""
     ours = set(descendants(os.getpid()))
     kill(pid for pid in pids if pid in ours)
+
+
+async def end_group(
+    leader: int, ended: Callable[[], Awaitable[object]], grace_secs: float = 0.0
+) -> None:
+    """End the process group `leader` leads, and what it started that is still ours.
+
+    SIGTERM first when `grace_secs` is given (what is left after it gets SIGKILL), else
+    SIGKILL at once; `ended` waits for the leader's end. What was below the leader when
+    this began and is still below us after the group is gone is killed too: a sandbox
+    stopped in its first milliseconds leaves its inner process (its own session, not
+    yet bound to die with it) orphaned, and the app adopts orphans (`adopt_orphans`).
+    That happens before the last wait, as asyncio's wait for a process ends only once
+    its output pipe closes, and such an orphan would hold it open for good.
+    """
+    below = set(descendants(leader))
+    if grace_secs > 0:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended(), grace_secs)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader, signal.SIGKILL)
+    kill_still_ours(below)
+    await ended()
 
 
 def kill_below(root: int, keep: Iterable[int] = ()) -> int:

@@ -12,3 +12,12 @@ _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202
 def clean_text(text: str) -> str:
     """Drop control and bidi characters; keep tabs, newlines and everything printable."""
     return _UNSAFE.sub("", text.replace("\r\n", "\n"))
+
+
+# Characters that would let one value pass for several lines, or hide what follows it.
+_LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def clean_line(text: str) -> str:
+    """`text` as one printable line: breaks and tabs spelled out, controls dropped."""
+    return clean_text(text.translate(_LINE_BREAKS))

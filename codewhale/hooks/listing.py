@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from codewhale.hooks.settings import HookEntry
-from codewhale.sanitize import clean_text
+from codewhale.sanitize import clean_line, clean_text
 
 
 def hook_lines(entries: list[HookEntry], trusted: Callable[[HookEntry], bool]) -> list[str]:
@@ -33,3 +34,14 @@ def hook_lines(entries: list[HookEntry], trusted: Callable[[HookEntry], bool]) -
     if unused:
         lines.append(f"Unused events: {', '.join(dict.fromkeys(unused))}")
     return lines
+
+
+def trust_details(entry: HookEntry, workspace: Path) -> list[str]:
+    """The trust prompt's lines for one hook, safe to print (the text comes from a repository)."""
+    source = entry.source
+    if source.is_relative_to(workspace):
+        source = source.relative_to(workspace)
+    return [
+        clean_line(f"{entry.event} [{entry.matcher.text or '*'}]  from {source}"),
+        clean_line(f"  runs: {entry.command}"),
+    ]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,13 +68,13 @@ async def run_hook(
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGKILL the group and whatever left it (setsid) while still below this process."""
-    below = process_tree.descendants(process.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process_tree.kill_still_ours(below)
-    # Bounded: a process that escaped to another parent could hold the pipes open.
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), 5)
+
+    async def ended() -> None:
+        # Bounded: a process that escaped to another parent could hold the pipes open.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 5)
+
+    await process_tree.end_group(process.pid, ended)
 
 
 def _text(data: bytes) -> str:

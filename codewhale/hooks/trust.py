@@ -14,6 +14,14 @@ def trust_file(state_dir: Path) -> Path:
     return state_dir / "hooks-trust.json"
 
 
+def waiting_notice(count: int) -> str:
+    """The session's warning while a project's hooks wait for trust (the app asks instead)."""
+    return (
+        f"{count} hook(s) in this project's files do not run until you trust them: "
+        "review them with /hooks (or `codewhale hooks list`), then /hooks trust"
+    )
+
+
 class HookTrust:
     """`<state dir>/hooks-trust.json`; user hooks need no trust."""
 

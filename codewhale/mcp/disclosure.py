@@ -14,10 +14,7 @@ from collections.abc import Iterable
 
 from codewhale.mcp.project_env import SETTING
 from codewhale.mcp.specs import ServerSpec
-from codewhale.sanitize import clean_text
-
-# Characters that would let one value pass for several, or hide what follows it.
-_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+from codewhale.sanitize import clean_line
 
 
 def trust_details(spec: ServerSpec) -> list[str]:
@@ -39,7 +36,7 @@ def trust_details(spec: ServerSpec) -> list[str]:
             lines.append(f"    ${{{reference.variable}}} in {reference.place}: {verdict}")
     if any(reference.refusal for reference in references):
         lines.append("  it will not start while it asks for a refused variable")
-    return [_printable(line) for line in lines]
+    return [clean_line(line) for line in lines]
 
 
 def command_line(command: str, args: Iterable[str]) -> str:
@@ -54,7 +51,3 @@ def _word(word: str) -> str:
 
 def _names(values: Iterable[str]) -> str:
     return ", ".join(values) or "(none)"
-
-
-def _printable(line: str) -> str:
-    return clean_text(line.translate(_ESCAPES))

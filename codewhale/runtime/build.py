@@ -20,6 +20,7 @@ from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
 from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
 from codewhale.gitrun import follow_sandbox_setting
 from codewhale.hooks.session import HookReport, Hooks, open_hooks
+from codewhale.hooks.trust import waiting_notice
 from codewhale.mcp.hub import McpHub
 from codewhale.mcp.registry import SessionTools
 from codewhale.paths import memory_file, user_dirs
@@ -145,10 +146,7 @@ def open_runtime(
     warnings += context.rules.loaded.warnings
     warnings += context.hooks.problems
     if waiting := context.hooks.untrusted():
-        warnings.append(
-            f"{len(waiting)} hook(s) in this project's files do not run until you trust them: "
-            "review them with /hooks (or `codewhale hooks list`), then /hooks trust"
-        )
+        warnings.append(waiting_notice(len(waiting)))
     if not messages:
         prompt = build_system_prompt(
             workspace, mode, memory_file=memory, tools=settings.offer_tools, warnings=warnings

@@ -26,6 +26,7 @@ from codewhale.engine.turn_hooks import (
     with_context,
 )
 from codewhale.hooks.listing import hook_lines
+from codewhale.hooks.settings import HookEntry
 from codewhale.mcp.hub import McpHub, ServerStatus
 from codewhale.mcp.specs import ServerSpec
 from codewhale.permissions import Mode
@@ -558,6 +559,10 @@ class Runtime:
         it runs, the unused events, and the problems found reading them."""
         hooks = self.engine.context.hooks
         return [*hook_lines(hooks.entries, hooks.is_trusted), *hooks.problems]
+
+    def hooks_untrusted(self) -> list[HookEntry]:
+        """This project's hooks the user has not trusted (they do not run)."""
+        return self.engine.context.hooks.untrusted()
 
     def trust_hooks(self) -> int:
         """Trust this project's hooks as they are now, in this workspace; returns how many."""

@@ -159,17 +159,7 @@ class BackgroundTasks:
         if task.ended.is_set():
             return
         task.killed = True
-        # What runs below it now, some of which (a sandbox stopped as it started) this
-        # process adopts once the group is gone: killed too, or it would hold the pipe.
-        below = process_tree.descendants(task.process.pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(task.process.pid, signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(task.ended.wait(), KILL_GRACE_SECS)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(task.process.pid, signal.SIGKILL)
-        process_tree.kill_still_ours(below)
-        await task.ended.wait()
+        await process_tree.end_group(task.process.pid, task.ended.wait, KILL_GRACE_SECS)
 
     async def close(self) -> None:
         """Stop every task still running (the session ends)."""

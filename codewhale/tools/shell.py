@@ -61,24 +61,8 @@ def sandbox_spec(context: ToolContext, cwd: Path, hide: list[str]) -> SandboxSpe
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is left after a grace period.
-
-    What was below the command when this began and is still below us after the group is
-    gone is killed too: a sandbox stopped in its first milliseconds leaves its inner
-    process (its own session, not yet bound to die with it) orphaned, and this process
-    adopts orphans while it runs (`process_tree.adopt_orphans`).
-    """
-    below = set(process_tree.descendants(process.pid))
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), KILL_GRACE_SECS)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    # Before waiting: asyncio's wait ends only once the output pipe closes, and an orphan
-    # holding it would make the wait endless.
-    process_tree.kill_still_ours(below)
-    await process.wait()
+    """SIGTERM the whole group, then SIGKILL whatever is left after a grace period."""
+    await process_tree.end_group(process.pid, process.wait, KILL_GRACE_SECS)
 
 
 class ExecShell(Tool):

@@ -368,7 +368,9 @@ class CodeWhaleApp(App[None]):
         self.sidebar.lookups.last_output = opened.agent_last_output
         self.sidebar.lookups.cost = opened.agent_cost
         self.sidebar.tasks.source = opened.background_tasks
-        above = [Notice(warning, "warning") for warning in self.runtime.warnings]
+        from codewhale.tui.hooks_trust import shown_warnings
+
+        above = [Notice(warning, "warning") for warning in shown_warnings(opened)]
         await self._drop_early_welcome(unless=(opened.model, opened.mode.value))
         if not (opened.resumed or self._welcomed):
             self._welcomed = True
@@ -971,11 +973,17 @@ class CodeWhaleApp(App[None]):
 
     def on_worker_state_changed(self, event) -> None:
         """Each time a session has opened (at start, after onboarding, on /sessions), its
-        MCP servers start in the background, after the session's first frame."""
+        MCP servers start in the background, after the session's first frame, and the
+        project's untrusted servers and hooks are asked about, one dialog after the other."""
         from textual.worker import WorkerState
 
         opened = event.worker.group == "session" and event.state is WorkerState.SUCCESS
         if opened and self.runtime is not None:
-            from codewhale.tui.mcp_view import start_servers  # loaded on first use
+            # Loaded on first use.
+            from codewhale.tui.hooks_trust import hooks_question
+            from codewhale.tui.mcp_view import start_servers, trust_question
+            from codewhale.tui.trust_screen import ask_in_turn
 
-            start_servers(self, self.runtime)
+            runtime = self.runtime
+            ask_in_turn(self, [trust_question(self, runtime), hooks_question(self, runtime)])
+            start_servers(self, runtime)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from codewhale.tui.hooks_trust import trusted_notice
+
 if TYPE_CHECKING:
     from codewhale.tui.app import CodeWhaleApp
 
@@ -13,13 +15,7 @@ async def hooks_command(app: CodeWhaleApp, arguments: str) -> None:
     assert runtime is not None  # the command needs a session
     word = arguments.strip()
     if word == "trust":
-        count = runtime.trust_hooks()
-        said = (
-            f"Trusted {count} hook(s) of this project; they run from now on."
-            if count
-            else "No hook of this project is waiting for trust."
-        )
-        await app.transcript.notice(said)
+        await app.transcript.notice(trusted_notice(runtime.trust_hooks()))
         return
     if word:
         await app.transcript.notice("usage: /hooks [trust]", "error")

@@ -152,8 +152,12 @@ async def test_the_trust_dialog_shows_what_each_server_gets_and_keys_stay_out(
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     app = make_app(workspace)
     async with app.run_test(size=(120, 50)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, McpTrustScreen), timeout=20)
-        shown = "\n".join(str(s.render()) for s in app.screen.query(".server"))
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, McpTrustScreen) and bool(app.screen.query(".item")),
+            timeout=20,
+        )
+        shown = "\n".join(str(s.render()) for s in app.screen.query(".item"))
         assert f"--record {record} --label=${{PROJECT_LABEL}}" in shown
         assert "  env:     PYTHONPATH, GH" in shown
         assert "    ${GITHUB_TOKEN} in env GH: refused: a secret-looking name" in shown
