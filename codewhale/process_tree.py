@@ -76,11 +76,39 @@ def kill(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def kill_still_ours(pids: Iterable[int]) -> None:
+def kill_still_ours(pids: Iterable[int]) -> list[int]:
     """SIGKILL those of `pids` still below this process: a command's processes, taken
-    before it was stopped, some of which this process may have adopted since."""
+    before it was stopped, some of which this process may have adopted since. Returns
+    those it killed."""
     ours = set(descendants(os.getpid()))
-    kill(pid for pid in pids if pid in ours)
+    killed = [pid for pid in pids if pid in ours]
+    kill(killed)
+    return killed
+
+
+async def reap(pids: Iterable[int], within_secs: float = 5.0) -> None:
+    """Collect the exit of those of `pids` this process adopted, once they have ended.
+
+    A subreaper must: an adopted orphan that exits stays a zombie until its new parent
+    waits for it, and nothing else here does (asyncio and subprocess wait only for what
+    they started). Only processes that were below a command are passed here, never one
+    this process started, so no one else's exit status is taken. Those not ended within
+    `within_secs` (or never adopted: their own parent waits for them) are left.
+    """
+    pending = set(pids)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_secs
+    while pending:
+        for pid in list(pending):
+            try:
+                ended, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not our child: its own parent collects it
+                ended = pid
+            if ended:
+                pending.discard(pid)
+        if not pending or loop.time() >= deadline:
+            return
+        await asyncio.sleep(0.01)
 
 
 async def end_group(
@@ -104,8 +132,9 @@ async def end_group(
             await asyncio.wait_for(ended(), grace_secs)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(leader, signal.SIGKILL)
-    kill_still_ours(below)
+    adopted = kill_still_ours(below)
     await ended()
+    await reap(adopted)
 
 
 def kill_below(root: int, keep: Iterable[int] = ()) -> int:
