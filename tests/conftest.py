@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -17,6 +20,12 @@ settings.register_profile(
     "loaded-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("loaded-machine")
+
+# Code a test module runs as it is collected (sandbox_status(), which remembers a working
+# bwrap in the state dir) comes before any fixture: it gets a throwaway home too, never
+# the developer's own.
+os.environ["CODEWHALE_HOME"] = _collection_home = tempfile.mkdtemp(prefix="codewhale-tests-")
+atexit.register(shutil.rmtree, _collection_home, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -44,8 +44,12 @@ def build_system_prompt(
     today: str | None = None,
     tools: bool = True,
     warnings: list[str] | None = None,
+    branch: str | None = None,
 ) -> str:
-    """The session's system prompt; what the user should hear about it goes to `warnings`."""
+    """The session's system prompt; what the user should hear about it goes to `warnings`.
+
+    `branch` is git_branch(workspace), looked up once by the caller for all who need it.
+    """
     if not tools:
         # A model offered no tools (the offline one) gets a short prompt that says so:
         # instructions about tools would only invite it to pretend, and its context
@@ -62,7 +66,6 @@ def build_system_prompt(
         memory = memory_file.read_text(encoding="utf-8", errors="replace")[-MAX_MEMORY_CHARS:]
         if memory.strip():
             sections.append(f"# The user's memory notes\n\n{memory.strip()}")
-    branch = git_branch(workspace)
     facts = [
         f"- Workspace: {workspace}",
         f"- Git branch: {branch}" if branch else "- Not a git repository (or git unavailable)",

@@ -9,6 +9,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from codewhale.engine import events
 from codewhale.engine.compaction import CompactionPolicy
 from codewhale.engine.conversation import Conversation, Inbox, UsageMeter
 from codewhale.engine.loop import DEFAULT_MAX_STEPS, Engine
-from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt
+from codewhale.engine.prompt import MAX_MEMORY_CHARS, build_system_prompt, git_branch
 from codewhale.gitrun import follow_sandbox_setting
 from codewhale.hooks.session import HookReport, Hooks, open_hooks
 from codewhale.hooks.trust import waiting_notice
@@ -107,6 +108,11 @@ def open_runtime(
     follow_sandbox_setting(sandbox.enabled)
     if not (status := sandbox_status(sandbox.enabled)).available:
         warnings.append(describe(status, sandbox.enabled))
+    # One git run (in the sandbox: two bwraps) for the prompt and the children's records.
+    # It mostly waits on processes, so it runs beside the rest of the opening.
+    lookup = ThreadPoolExecutor(max_workers=1, thread_name_prefix="git-branch")
+    branch_lookup = lookup.submit(git_branch, workspace)
+    lookup.shutdown(wait=False)
     if loaded.offline_fallback:
         what = limits(settings.offer_tools)
         warnings.append(
@@ -147,9 +153,15 @@ def open_runtime(
     warnings += context.hooks.problems
     if waiting := context.hooks.untrusted():
         warnings.append(waiting_notice(len(waiting)))
+    branch = branch_lookup.result()
     if not messages:
         prompt = build_system_prompt(
-            workspace, mode, memory_file=memory, tools=settings.offer_tools, warnings=warnings
+            workspace,
+            mode,
+            memory_file=memory,
+            tools=settings.offer_tools,
+            warnings=warnings,
+            branch=branch,
         )
         messages.append({"role": "system", "content": prompt})
     # A resumed session's message sizes come with it: the first estimate encodes none.
@@ -197,6 +209,7 @@ def open_runtime(
         compaction=compaction,
         mcp_servers=mcp.server_names(),
         skills=skills,
+        branch=branch,
     )
     if manager.state_error:
         warnings.append(manager.state_error)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shutil
 
-from codewhale.sandbox.seccomp import program_fd, unix_socket_filter
+from codewhale.sandbox import probe_cache
+from codewhale.sandbox.seccomp import SocketFilter, program_fd, unix_socket_filter
 from codewhale.sandbox.spec import Probe, SandboxSpec, failure
 
 # A read-only view of the machine with fresh /dev, /proc and /tmp. Mount operations
@@ -56,11 +57,25 @@ def probe() -> Probe:
     """The first bwrap that can run `true` with every isolation flag we use, or why none can.
 
     With the socket filter if this bwrap and kernel can load it; the reason says which
-    protection offline commands get against Unix sockets.
+    protection offline commands get against Unix sockets. A success is remembered
+    (probe_cache.py) until bwrap, the filter or the boot changes.
     """
     guard = unix_socket_filter()
+    candidates = _bwrap_candidates()
+    key = probe_cache.probe_key(candidates, guard.program)
+    if (known := probe_cache.recall(key)) is not None:
+        return Probe(known.launcher, known.reason, guard.program if known.filtered else None)
+    found = _first_working(candidates, guard)
+    if found.launcher is not None:
+        filtered = found.socket_filter is not None
+        probe_cache.remember(key, probe_cache.Remembered(found.launcher, found.reason, filtered))
+    return found
+
+
+def _first_working(candidates: list[str], guard: SocketFilter) -> Probe:
+    """The first of `candidates` that runs `true` sandboxed (with `guard` if it loads)."""
     failures = []
-    for bwrap in _bwrap_candidates():
+    for bwrap in candidates:
         offline = [bwrap, *_FILESYSTEM, *_PROCESS, "--unshare-net"]
         if guard.program is not None:
             with program_fd(guard.program) as fd:

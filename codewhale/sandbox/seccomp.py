@@ -20,6 +20,8 @@ denied too, and io_uring, whose socket operations would bypass the filter.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
 import functools
 import os
@@ -27,6 +29,12 @@ import socket
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
+
+# pyseccomp finds libc and libseccomp with ctypes.util.find_library, which on Linux runs
+# `ldconfig -p` once for each: two processes on every start. The dynamic loader finds
+# both by their sonames by itself; find_library stays the fallback where they differ.
+_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 
 
 @dataclass(frozen=True)
@@ -41,12 +49,10 @@ class SocketFilter:
 def unix_socket_filter() -> SocketFilter:
     """The filter for offline commands, built once per process.
 
-    Building takes under a millisecond; finding and loading libseccomp about 13 ms.
+    Building takes under a millisecond, loading libseccomp a few.
     """
     try:
-        # ctypes over the system's libseccomp.so.2; it ships no type information, and
-        # importing it raises RuntimeError where that library is missing.
-        import pyseccomp  # type: ignore[import-untyped]
+        pyseccomp = _import_pyseccomp()
     except (ImportError, RuntimeError) as error:
         return SocketFilter(None, f"libseccomp unavailable ({error})")
     try:
@@ -69,6 +75,28 @@ def unix_socket_filter() -> SocketFilter:
     except OSError as error:
         return SocketFilter(None, f"libseccomp could not build the filter ({error})")
     return SocketFilter(program)
+
+
+def _import_pyseccomp() -> ModuleType:
+    """pyseccomp, its libraries loaded by soname rather than found by running ldconfig."""
+    find_library = ctypes.util.find_library
+
+    def by_soname(name: str) -> str | None:
+        soname = _SONAMES.get(name)
+        if soname is not None:
+            with contextlib.suppress(OSError):
+                ctypes.CDLL(soname)
+                return soname
+        return find_library(name)
+
+    ctypes.util.find_library = by_soname
+    try:
+        # ctypes over the system's libseccomp.so.2; it ships no type information, and
+        # importing it raises RuntimeError where that library is missing.
+        import pyseccomp  # type: ignore[import-untyped]
+    finally:
+        ctypes.util.find_library = find_library
+    return pyseccomp
 
 
 @contextlib.contextmanager

@@ -21,7 +21,6 @@ from typing import Any
 from codewhale.config_models import SubagentsConfig
 from codewhale.engine import events
 from codewhale.engine.compaction import CompactionPolicy
-from codewhale.engine.prompt import git_branch
 from codewhale.handles import HandleStore
 from codewhale.providers.client import ChatClient
 from codewhale.providers.settings import ProviderSettings
@@ -102,6 +101,8 @@ class SubAgentManager:
         session_id: str,
         tools_factory: ToolsFactory,
         agent_tools_factory: AgentToolsFactory,
+        # The checked-out branch at session start (engine.prompt.git_branch), for records.
+        branch: str | None,
         emit: Callable[[events.Event], None] = lambda event: None,
         memory_text: Callable[[], str | None] = lambda: None,
         heartbeat_timeout_secs: float | None = None,
@@ -198,7 +199,7 @@ class SubAgentManager:
             api_timeout=float(api_timeout_secs or config.api_timeout_secs),
             session_id=session_id,
             session_boot_id=self.session_boot_id,
-            branch=git_branch(self.workspace),
+            branch=branch,
             compaction=compaction or CompactionPolicy(),
             skills=skills or SkillSet(),
         )

@@ -148,6 +148,8 @@ class CodeWhaleApp(App[None]):
             status = replace(status, mode=self.start_mode)
         self._opening_status = status if new_session else None
         self._welcomed = False  # the welcome line is shown once, on a new session's screen
+        # A resumed conversation drawn from its file before the session opened, until it has.
+        self._early_history: list[dict] | None = None
         # The welcome line drawn in the first frame from the receipt, and what it named.
         self._early_welcome: tuple[Notice, str, str] | None = None
         # --model / --provider / --base-url: they win over config for every runtime we open.
@@ -272,8 +274,14 @@ class CodeWhaleApp(App[None]):
         frame cancels it and its `finally` still releases the StartupGate.
         """
         opening: OpeningStatus | None = None
+        # A resumed conversation is read while the first frame is drawn (the thread mostly
+        # imports the cells' modules).
+        early = self.resume is not None or self.continue_latest
+        reading = asyncio.create_task(self._read_early_history()) if early else None
         try:
             await painted.wait()
+            if reading is not None:
+                await self._draw_early_history(await reading)
             # The handlers import the runtime, engine, httpx and pydantic: off the event loop.
             await asyncio.to_thread(import_module, "codewhale.tui.command_handlers")
             from codewhale.tui.command_handlers import build_registry
@@ -289,6 +297,8 @@ class CodeWhaleApp(App[None]):
             # What opening put up (history, status, a dialog) is drawn before held input runs.
             await self.screen.wait_for_refresh()
         finally:
+            if reading is not None:
+                reading.cancel()  # quit before it was drawn: nothing waits for it
             self.session_ready.set()
         # The answer cell (Textual's Markdown, markdown-it) is loaded now, in a thread, not
         # on the loop when the first answer starts to stream.
@@ -301,6 +311,36 @@ class CodeWhaleApp(App[None]):
             await asyncio.to_thread(
                 remember_opening_status, self.workspace, self.overrides, opening
             )
+
+    async def _read_early_history(self) -> list[dict] | None:
+        """The conversation `--continue`/`--resume` will open, read from its file."""
+        from codewhale.tui.early_history import read_resumed
+
+        return await asyncio.to_thread(read_resumed, self.workspace, self.resume)
+
+    async def _draw_early_history(self, messages: list[dict] | None) -> None:
+        """Draw the conversation being resumed, read from its file, before it opens."""
+        if messages is not None:
+            self._early_history = messages
+            await self.replay_history(messages)
+
+    async def _keep_early_history(self, opened: Runtime | None) -> bool:
+        """Whether the history drawn before the session opened stands for `opened`'s
+        conversation (None: it failed to open); if not, it is taken down."""
+        from codewhale.tui.early_history import same_conversation
+
+        drawn, self._early_history = self._early_history, None
+        if drawn is None:
+            return False
+        # A sub-agent cell was drawn without the child's record, which may settle it.
+        if (
+            opened is not None
+            and same_conversation(drawn, opened.messages)
+            and not any(self.transcript.has_agent(s.agent_id) for s in opened.agents())
+        ):
+            return True
+        await self.transcript.reset()
+        return False
 
     def _opened_as_remembered(self) -> bool:
         """A new session before any turn (a `codewhale "task"` prompt's is running), in
@@ -361,6 +401,7 @@ class CodeWhaleApp(App[None]):
         opened = await asyncio.to_thread(open_session)
         if isinstance(opened, str):
             await self._drop_early_welcome()  # no session to welcome to
+            await self._keep_early_history(None)
             await self.transcript.notice(opened, "error")
             return
         self.runtime = opened
@@ -375,7 +416,12 @@ class CodeWhaleApp(App[None]):
         if not (opened.resumed or self._welcomed):
             self._welcomed = True
             above.insert(0, welcome(self.workspace, opened.model, opened.mode.value))
-        await self.replay_history(self.runtime.messages, above=above)
+        if await self._keep_early_history(opened):
+            if above:  # above the drawn history, where replaying it would have put them
+                first = next(iter(self.transcript.children), None)
+                await self.transcript.mount_all(above, before=first)
+        else:
+            await self.replay_history(self.runtime.messages, above=above)
         for problem in self.runtime.storage_problems():  # the session file cannot be opened
             await self.show_storage_problem(problem)
         for snapshot in self.runtime.agents():
@@ -440,9 +486,10 @@ class CodeWhaleApp(App[None]):
             return
         from codewhale.tui.history import Backlog  # loaded on first use (cold start)
 
-        runtime = self.runtime
-
         def agents() -> dict:
+            # Read per batch: history drawn before the session opened settles later
+            # batches with its children's records.
+            runtime = self.runtime
             return {s.agent_id: s for s in runtime.agents()} if runtime is not None else {}
 
         backlog = Backlog(messages, agents)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 
 import pytest
 
@@ -161,3 +162,15 @@ async def test_a_resumed_session_counts_on_from_its_totals(llm, workspace):
     again = open_runtime(workspace=workspace, continue_latest=True)
     assert again.usage.input_tokens == 0 and again.usage.output_tokens == 600
     await again.close()
+
+
+async def test_the_branch_is_looked_up_once_for_the_prompt_and_the_children(llm, workspace):
+    git = ["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", "-b", "topic", str(workspace)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    runtime = open_runtime(workspace=workspace)
+    try:
+        assert "- Git branch: topic" in runtime.messages[0]["content"]
+        assert runtime.manager.builder.branch == "topic"
+    finally:
+        await runtime.close()
