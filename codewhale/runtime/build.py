@@ -40,7 +40,7 @@ from codewhale.rules.sources import rule_files, trust_store
 from codewhale.runtime.redactor import session_redactor
 from codewhale.runtime.runtime import Runtime
 from codewhale.sandbox import describe, sandbox_status
-from codewhale.sessions.store import LoadedSession, SessionError, SessionInfo, SessionStore
+from codewhale.sessions.store import LoadedSession, SessionError, SessionStore
 from codewhale.skills import load_skills
 from codewhale.subagents.child import Opener
 from codewhale.subagents.definition_problems import missing_skills, startup_notices
@@ -122,7 +122,7 @@ def open_runtime(
     messages: list[dict[str, Any]] = []
     previous: LoadedSession | None = None
     try:
-        earlier = _find(store, workspace, resume) if resume or continue_latest else None
+        earlier = store.resumable(workspace, resume) if resume or continue_latest else None
         if continue_latest and earlier is None:
             # `--continue` where nothing ran yet still means "work here": a new session.
             warnings.append(NOTHING_TO_CONTINUE)
@@ -315,8 +315,3 @@ def _local_server(settings: ProviderSettings, state_dir: Path) -> LocalServer | 
     model = bundled_model_file()
     assert model is not None  # missing_local_runtime() looked for it
     return LocalServer(model, alias=settings.model, log_file=state_dir / "local-model.log")
-
-
-def _find(store: SessionStore, workspace: Path, session_id: str | None) -> SessionInfo | None:
-    """The session named, else the workspace's latest (None when it has none)."""
-    return store.info(session_id) if session_id else store.latest(workspace)

@@ -114,6 +114,11 @@ class SessionStore:
         found = [info for info in self.list(workspace) if info.workspace]
         return found[0] if found else None
 
+    def resumable(self, workspace: Path, session_id: str | None) -> SessionInfo | None:
+        """What `--resume session_id` (or, without one, `--continue`) resumes: the session
+        named, else the workspace's newest (None when it has none)."""
+        return self.info(session_id) if session_id else self.latest(workspace)
+
     def info(self, session_id: str) -> SessionInfo:
         """The session's header and title, without parsing its messages; SessionError if
         there is no such session."""

@@ -24,8 +24,7 @@ def read_resumed(workspace: Path, session_id: str | None) -> list[dict[str, Any]
     None where there is no such session or it cannot be read (opening it says why)."""
     store = SessionStore(user_dirs().data_dir)
     try:
-        # As the runtime finds it (runtime/build.py): the one named, else the latest here.
-        info = store.info(session_id) if session_id else store.latest(workspace.resolve())
+        info = store.resumable(workspace.resolve(), session_id)
         if info is None:
             return None
         messages = store.load(info.id).messages
