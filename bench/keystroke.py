@@ -2,7 +2,8 @@
 
 Both apps run at the same time, each in its own 120×40 pseudo-terminal: CodeWhale against
 the loopback model (in its own process) with 20 children each streaming 50 tokens/s, and a
-bare Textual app with an Input and 20 Statics, each updated 50 times a second. Real keys
+bare Textual app with an Input and 20 Statics, each updated 50 times a second (in place,
+without laying the screen out: like CodeWhale's previews, each keeps its one row). Real keys
 are written to the terminals, so they go through each app's driver and message queue, the
 queue the engine's events share. Keys go to the two terminals in turn, so both are measured
 under the same machine load. A keystroke's latency is the time from writing the key until
@@ -70,7 +71,9 @@ class Bare(App):
     def stream(self):
         self.tokens += 1
         for i, line in enumerate(self.lines):
-            line.update(f"child {{i}} tok{{self.tokens}}")
+            # One row each, whatever the text: redrawn without laying the screen out,
+            # as CodeWhale's stream previews are.
+            line.update(f"child {{i}} tok{{self.tokens}}", layout=False)
 
 
 Bare().run()

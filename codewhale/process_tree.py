@@ -10,7 +10,6 @@ needs CONFIG_PROC_CHILDREN, which not every kernel has; the stat files are alway
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -95,6 +94,8 @@ async def reap(pids: Iterable[int], within_secs: float = 5.0) -> None:
     this process started, so no one else's exit status is taken. Those not ended within
     `within_secs` (or never adopted: their own parent waits for them) are left.
     """
+    import asyncio  # not at the top: every start loads this module, asyncio costs it ~25 ms
+
     pending = set(pids)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within_secs
@@ -124,6 +125,8 @@ async def end_group(
     That happens before the last wait, as asyncio's wait for a process ends only once
     its output pipe closes, and such an orphan would hold it open for good.
     """
+    import asyncio  # not at the top, as in reap
+
     below = set(descendants(leader))
     if grace_secs > 0:
         with contextlib.suppress(ProcessLookupError):

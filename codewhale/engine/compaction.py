@@ -177,14 +177,17 @@ class Compactor:
         """Tokens the next request would carry: measured, plus an estimate for what is new."""
         if self._tokens is None or self._epoch != conversation.epoch:
             self._epoch = conversation.epoch
-            # A client that offers no tools (the offline model, chat only) sends none.
-            offered = estimate_tokens(tools) if self.client.settings.offer_tools else 0
-            self._tokens, self._covered, self._quiet_until = offered, 0, 0
+            self._tokens, self._covered, self._quiet_until = self.tools_size(tools), 0, 0
         messages = conversation.messages
         if self._covered < len(messages):
             self._tokens += estimate_messages(messages, self._covered, conversation.known_sizes)
             self._covered = len(messages)
         return self._tokens
+
+    def tools_size(self, tools: list[dict[str, Any]]) -> int:
+        """Tokens the tool list adds to every request, as `size` counts them."""
+        # A client that offers no tools (the offline model, chat only) sends none.
+        return estimate_tokens(tools) if self.client.settings.offer_tools else 0
 
     def observe(self, conversation: Conversation, usage: Usage, covered: int) -> None:
         """The provider's count for a request and its answer, which covers `covered` messages."""

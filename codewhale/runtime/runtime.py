@@ -177,6 +177,12 @@ class Runtime:
         """(tokens the next request would carry, the model's context window)."""
         return self.engine.context_use()
 
+    def tools_context(self) -> int:
+        """Tokens of `context_use` that every request carries besides the conversation:
+        the tool schemas offered."""
+        engine = self.engine
+        return engine.compactor.tools_size(engine.schemas())
+
     def work(self) -> dict[str, Any]:
         return self.engine.context.work.snapshot()
 

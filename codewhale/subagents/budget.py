@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codewhale.config_models import SubagentsConfig
+if TYPE_CHECKING:  # a record's budget is read without the config models (pydantic)
+    from codewhale.config_models import SubagentsConfig
 
 FIELDS = ("max_runtime_secs", "max_tokens", "max_cost_usd")
 

@@ -20,7 +20,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.message import Message
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Static
 
@@ -28,6 +27,7 @@ from codewhale.runtime import Runtime, RuntimeRequestError, events
 from codewhale.runtime.events import AgentSnapshot
 from codewhale.sanitize import clean_text
 from codewhale.tui.batches import Batches
+from codewhale.tui.frame_clock import FramedScreen
 from codewhale.tui.history import Backlog, child_conversation
 from codewhale.tui.sidebar import budget_text, plural, runs_text
 from codewhale.tui.transcript import Transcript, agent_heading
@@ -70,7 +70,7 @@ STEER_PLACEHOLDER = "Message this sub-agent (delivered at its next step)"
 REVIVE_PLACEHOLDER = "Follow-up for a new run on its own context (Enter sends)"
 
 
-class AgentScreen(Screen[None]):
+class AgentScreen(FramedScreen[None]):
     BINDINGS: ClassVar = [Binding("escape", "back", "Back")]
     DEFAULT_CSS = """
     AgentScreen #agent-header { height: 1; background: $panel; text-style: bold; padding: 0 1; }

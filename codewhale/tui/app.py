@@ -18,7 +18,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.events import Event, Key, Paste
 from textual.message import Message
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 # Only what the first frame needs is imported here; the engine, the provider client
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from codewhale.config import LoadedConfig
     from codewhale.runtime import Runtime, TurnResult, events
     from codewhale.tui.approval import ApprovalScreen
+    from codewhale.tui.early_history import EarlyResume
 
 NARROW_COLUMNS = 100
 NO_SESSION = "No session is open: fix the error above (config, endpoint or session id) and restart."
@@ -120,12 +121,15 @@ class CodeWhaleApp(App[None]):
         overrides: dict[str, str] | None = None,
         initial_prompt: str | None = None,
         mode: Mode | None = None,
+        on_first_frame: Callable[[], None] = lambda: None,
     ) -> None:
         """`loaded`: the config read with `overrides` (the first session opens with it), or
         when a launch receipt vouched for the config, only what the first frame takes from
         it; the config is then read with the session, after the first frame. `mode`: the
-        `--mode` flag's (YOLO only once confirmed in the app)."""
+        `--mode` flag's (YOLO only once confirmed in the app). `on_first_frame` is called
+        once the first frame is on screen."""
         super().__init__()
+        self._on_first_frame = on_first_frame
         # The config the session runs with; set when it opens if not given here.
         self.loaded: LoadedConfig
         self._checked_config: LoadedConfig | None = None
@@ -147,6 +151,12 @@ class CodeWhaleApp(App[None]):
         if status is not None:
             status = replace(status, mode=self.start_mode)
         self._opening_status = status if new_session else None
+        # A resumed session's, drawn with its conversation once that is read from its file.
+        resumed = appearance.for_resume()
+        if resumed is not None and not new_session:
+            self._resumed_status: OpeningStatus | None = replace(resumed, mode=self.start_mode)
+        else:
+            self._resumed_status = None
         self._welcomed = False  # the welcome line is shown once, on a new session's screen
         # A resumed conversation drawn from its file before the session opened, until it has.
         self._early_history: list[dict] | None = None
@@ -180,6 +190,12 @@ class CodeWhaleApp(App[None]):
 
         # One that outlives a hangup of its terminal, so closing it still saves the session.
         return driver_for(super().get_driver_class())
+
+    def get_default_screen(self) -> Screen:
+        from codewhale.tui.frame_clock import FramedScreen
+
+        # A keystroke's echo is drawn as soon as the frame rate allows (tui/frame_clock.py).
+        return FramedScreen(id="_default")
 
     # -- layout --------------------------------------------------------------------------
 
@@ -241,22 +257,32 @@ class CodeWhaleApp(App[None]):
             self.query_one(StatusLine).update(Text("CodeWhale  starting…", style="dim"))
         # Paint first: the session opens once the first frame is on screen.
         painted = asyncio.Event()
-        self.call_after_refresh(painted.set)
+        self.call_after_refresh(self._first_frame_drawn, painted)
         self.run_worker(self._start_session(painted), group="session")
 
-    def _show_opening_status(self, status: OpeningStatus) -> None:
-        """What `refresh_status` shows for a session just opened, from the receipt."""
+    def _first_frame_drawn(self, painted: asyncio.Event) -> None:
+        painted.set()
+        self._on_first_frame()
+
+    def _show_opening_status(
+        self, status: OpeningStatus, resumed: EarlyResume | None = None
+    ) -> None:
+        """What `refresh_status` shows for a session just opened, from the receipt (and
+        for a `resumed` one, its file)."""
         from codewhale.providers.types import Usage
 
+        sidebar = self.sidebar
         self.query_one(StatusLine).show(
             workspace=self.workspace,
             mode=status.mode,
             model=status.model,
-            usage=Usage(),
+            usage=Usage() if resumed is None else resumed.figures.usage,
+            cost=None if resumed is None else resumed.figures.cost,
             running=False,
             limits=status.limits,
             sandboxed=status.sandboxed,
-            context=status.context,
+            children=None if sidebar.display else sidebar.child_counts(),
+            context=status.context if resumed is None else resumed.context(status),
         )
 
     async def _drop_early_welcome(self, unless: tuple[str, str] | None = None) -> None:
@@ -274,6 +300,7 @@ class CodeWhaleApp(App[None]):
         frame cancels it and its `finally` still releases the StartupGate.
         """
         opening: OpeningStatus | None = None
+        resumed = False
         # A resumed conversation is read while the first frame is drawn (the thread mostly
         # imports the cells' modules).
         early = self.resume is not None or self.continue_latest
@@ -294,6 +321,7 @@ class CodeWhaleApp(App[None]):
                 self.query_one(StatusLine).update(Text("CodeWhale  no session", style="dim"))
             elif self._opened_as_remembered():
                 opening = OpeningStatus.of(self.runtime)
+                resumed = self.runtime.resumed
             # What opening put up (history, status, a dialog) is drawn before held input runs.
             await self.screen.wait_for_refresh()
         finally:
@@ -306,23 +334,37 @@ class CodeWhaleApp(App[None]):
         self.run_worker(
             partial(import_module, "codewhale.tui.answer"), thread=True, group="preload"
         )
-        if opening is not None and opening != self._opening_status:
+        remembered = self._resumed_status if resumed else self._opening_status
+        if opening is not None and opening != remembered:
             # For the next start with this setup's receipt; after the held input, in a thread.
             await asyncio.to_thread(
-                remember_opening_status, self.workspace, self.overrides, opening
+                partial(remember_opening_status, resumed=resumed),
+                self.workspace,
+                self.overrides,
+                opening,
             )
 
-    async def _read_early_history(self) -> list[dict] | None:
+    async def _read_early_history(self) -> EarlyResume | None:
         """The conversation `--continue`/`--resume` will open, read from its file."""
-        from codewhale.tui.early_history import read_resumed
 
-        return await asyncio.to_thread(read_resumed, self.workspace, self.resume)
+        def read() -> EarlyResume | None:
+            # Imported here, in the thread: the store's loader brings pydantic with it.
+            from codewhale.tui.early_history import read_resumed
 
-    async def _draw_early_history(self, messages: list[dict] | None) -> None:
-        """Draw the conversation being resumed, read from its file, before it opens."""
-        if messages is not None:
-            self._early_history = messages
-            await self.replay_history(messages)
+            return read_resumed(self.workspace, self.resume)
+
+        return await asyncio.to_thread(read)
+
+    async def _draw_early_history(self, early: EarlyResume | None) -> None:
+        """Draw the conversation being resumed, read from its file, before it opens, and
+        the status line it will open with where the receipt says enough to tell."""
+        if early is None:
+            return
+        status = self._resumed_status
+        if status is not None and early.context(status) is not None:
+            self._show_opening_status(status, early)
+        self._early_history = early.messages
+        await self.replay_history(early.messages)
 
     async def _keep_early_history(self, opened: Runtime | None) -> bool:
         """Whether the history drawn before the session opened stands for `opened`'s
@@ -343,11 +385,10 @@ class CodeWhaleApp(App[None]):
         return False
 
     def _opened_as_remembered(self) -> bool:
-        """A new session before any turn (a `codewhale "task"` prompt's is running), in
-        the mode a start without `--mode` has: what a launch receipt's status line shows."""
-        new = self.resume is None and not self.continue_latest
+        """A session before any turn (a `codewhale "task"` prompt's is running), in the
+        mode a start without `--mode` has: what a launch receipt's status line shows."""
         runtime = self.runtime
-        return new and not self.turn_running and runtime is not None and runtime.mode is Mode.AGENT
+        return not self.turn_running and runtime is not None and runtime.mode is Mode.AGENT
 
     async def run_async(
         self, *, auto_pilot: AutopilotCallbackType | None = None, **options: Any
@@ -625,7 +666,8 @@ class CodeWhaleApp(App[None]):
             return
         from asyncio import to_thread
 
-        from codewhale.tui.attachments import collect, with_attachments
+        from codewhale.tui.attachment_format import with_attachments
+        from codewhale.tui.attachments import collect
 
         # `@path` words attach those files for the model; the transcript shows chips.
         rules = self.runtime.permission_rules

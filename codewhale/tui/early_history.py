@@ -7,33 +7,56 @@ clear, rewind and compaction records count as they will once it opens. When it h
 opened, its conversation is compared with what was drawn: the same one keeps the cells
 on screen; a different one (the file changed meanwhile, a sub-agent's record settles its
 cell) is drawn again.
+
+The status line it will open with is drawn with it: the usage totals the file keeps, and
+the context use the engine will count (the messages' sizes from the file, plus the tool
+schemas' share the launch receipt remembers for this setup). When the session has opened
+its own figures are drawn; the same ones change nothing on screen.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from codewhale.paths import user_dirs
+from codewhale.runtime.resumed_figures import ResumedFigures, resumed_figures
 from codewhale.sessions.store import SessionError, SessionStore
+from codewhale.tui.launch_receipt import OpeningStatus
 
 
-def read_resumed(workspace: Path, session_id: str | None) -> list[dict[str, Any]] | None:
-    """The messages `--resume session_id` (or, without one, `--continue`) would resume;
+@dataclass(frozen=True)
+class EarlyResume:
+    """A session to be resumed, as its file has it."""
+
+    messages: list[dict[str, Any]]
+    figures: ResumedFigures
+
+    def context(self, remembered: OpeningStatus) -> tuple[int, int] | None:
+        """The context use the session will open with, by the status line remembered for
+        this setup; None where that does not say what the tool schemas take."""
+        if remembered.tools is None:
+            return None
+        return remembered.tools + self.figures.messages_tokens, remembered.context[1]
+
+
+def read_resumed(workspace: Path, session_id: str | None) -> EarlyResume | None:
+    """The session `--resume session_id` (or, without one, `--continue`) would resume;
     None where there is no such session or it cannot be read (opening it says why)."""
     store = SessionStore(user_dirs().data_dir)
     try:
         info = store.resumable(workspace.resolve(), session_id)
         if info is None:
             return None
-        messages = store.load(info.id).messages
+        loaded = store.load(info.id)
     except (SessionError, OSError):
         return None
     # The cells' module (Markdown, the tool and agent cells) loads here, in the caller's
     # thread, rather than on the event loop when they are drawn.
     import_module("codewhale.tui.history")
-    return messages
+    return EarlyResume(loaded.messages, resumed_figures(loaded))
 
 
 def same_conversation(drawn: list[dict[str, Any]], opened: list[dict[str, Any]]) -> bool:

@@ -18,7 +18,7 @@ from textual.widget import Widget
 from codewhale.runtime import events
 from codewhale.runtime.events import AgentSnapshot
 from codewhale.tui.answer import AssistantMessage
-from codewhale.tui.attachments import split_attachments
+from codewhale.tui.attachment_format import split_attachments
 from codewhale.tui.diff_view import DiffView, looks_like_diff
 from codewhale.tui.paste import resumed_message
 from codewhale.tui.transcript import (

@@ -3,10 +3,12 @@
 Order: workspace, config, `--resume` id, API key, then the terminal. Each problem
 before the terminal check would stop the app in any terminal and names its own fix,
 so a script that runs `codewhale --resume nope < /dev/null` learns the real problem.
-Textual is imported only once all of them pass.
 
 The config and key checks are skipped when a receipt says they passed for exactly this
-setup (tui/launch_receipt.py): the config models then load after the first frame.
+setup (tui/launch_receipt.py): the config models then load after the first frame. When
+they must run and a terminal is attached, a forked child runs them while this process
+loads Textual (tui/forked_checks.py); the app starts only once the child says they
+passed, and a problem it found is printed as if checked here.
 
 When the app ends, the session it had open is named with its spend and `--resume` line.
 """
@@ -18,17 +20,20 @@ import contextlib
 import gc
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codewhale.paths import user_dirs
 from codewhale.permissions import Mode
 from codewhale.tui import launch_receipt
+from codewhale.tui.forked_checks import ForkedChecks
 from codewhale.tui.launch_receipt import Appearance
 
 if TYPE_CHECKING:
     from codewhale.config import LoadedConfig
     from codewhale.runtime import Runtime
+    from codewhale.tui.app import CodeWhaleApp
 
 NO_TERMINAL = (
     "the full-screen app needs a terminal (stdin, stdout and stderr); "
@@ -38,21 +43,52 @@ NO_TERMINAL = (
 
 def launch_tui(args: argparse.Namespace) -> int:
     # What loads before the first frame (modules, classes, the config) lives as long as the
-    # app: the collector, scanning it while it loads, finds nothing to free. Measured, a full
-    # collection alone cost 12 ms of the first frame. Paused meanwhile, then frozen out of
-    # its reach (as runtime/build.py does once the session is open).
+    # app: the collector, scanning it while it loads and while the first frame is built,
+    # finds nothing to free. Measured, its passes cost the first frame 8-10 ms of CPU.
+    # Paused until then (the app calls `collect_again` once it has drawn it).
     gc.disable()
     try:
-        checked = check(args)
+        app = prepare(args)
+    except BaseException:
+        gc.enable()
+        raise
+    if isinstance(app, int):  # refused, and said why
+        gc.enable()
+        return app
+    app.run()
+    gc.enable()  # for an app that ended before its first frame
+    if app.closed_session is not None:
+        # After a hangup the terminal is gone: the summary then has nowhere to go.
+        with contextlib.suppress(OSError):
+            print(exit_summary(app.closed_session), flush=True)
+    # 129 or 143 when SIGHUP or SIGTERM ended it (tui/hangup.py), as a shell would say.
+    return app.return_code or 0
+
+
+def prepare(args: argparse.Namespace) -> CodeWhaleApp | int:
+    """The app, ready to run, or the exit code of a refusal (printed to stderr)."""
+    checked: LoadedConfig | Appearance | str | None = recalled(args)
+    forked = None
+    if checked is None and attached_to_terminal():
+        # A receipt miss: the checks run in a child while this process loads the app.
+        forked = ForkedChecks.start(partial(problem_found, args))
+    if checked is None and forked is None:
+        checked = full_check(args)
+    if isinstance(checked, str):
+        return _refuse(checked)
+    if not attached_to_terminal():
+        return _refuse(NO_TERMINAL)
+    from codewhale.tui.app import CodeWhaleApp
+
+    if forked is not None:
+        if problem := forked.problem():
+            return _refuse(problem)
+        # Read from the receipt the child wrote; where it could not write one, checked here.
+        checked = recalled(args) or full_check(args)
         if isinstance(checked, str):
             return _refuse(checked)
-        if not attached_to_terminal():
-            return _refuse(NO_TERMINAL)
-        from codewhale.tui.app import CodeWhaleApp
-    finally:
-        gc.freeze()
-        gc.enable()
-    app = CodeWhaleApp(
+    assert checked is not None
+    return CodeWhaleApp(
         checked,
         args.workspace_path,
         resume=getattr(args, "resume", None),
@@ -60,14 +96,15 @@ def launch_tui(args: argparse.Namespace) -> int:
         overrides=args.overrides,
         initial_prompt=getattr(args, "prompt", None),
         mode=start_mode(args),
+        on_first_frame=collect_again,
     )
-    app.run()
-    if app.closed_session is not None:
-        # After a hangup the terminal is gone: the summary then has nowhere to go.
-        with contextlib.suppress(OSError):
-            print(exit_summary(app.closed_session), flush=True)
-    # 129 or 143 when SIGHUP or SIGTERM ended it (tui/hangup.py), as a shell would say.
-    return app.return_code or 0
+
+
+def collect_again() -> None:
+    """Once the first frame is drawn: what the start built (modules, classes, config) lives
+    as long as the app, so it is frozen out of the collector's reach; then it runs again."""
+    gc.freeze()
+    gc.enable()
 
 
 def start_mode(args: argparse.Namespace) -> Mode | None:
@@ -79,27 +116,49 @@ def start_mode(args: argparse.Namespace) -> Mode | None:
 def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:
     """What the app starts with (the config read, or a receipt's first-frame settings),
     or the first problem found: workspace, config, `--resume` id, API key."""
+    return recalled(args) or full_check(args)
+
+
+def recalled(args: argparse.Namespace) -> Appearance | str | None:
+    """A problem with the workspace, or the first frame's settings when a receipt says the
+    config and key checks passed for exactly this setup (the `--resume` id is still
+    checked); None when they must run."""
     workspace = args.workspace_path
     if not workspace.is_dir():
         return f"workspace {workspace} is not a directory"
-    state_dir = user_dirs().state_dir
     receipt = launch_receipt.digest(workspace, args.overrides)
-    appearance = launch_receipt.recall(receipt, state_dir)
+    appearance = launch_receipt.recall(receipt, user_dirs().state_dir)
+    if appearance is None:
+        return None
     resume = getattr(args, "resume", None)
-    if appearance is not None:  # config and key passed for exactly this setup before
-        return (resume and unknown_session(resume)) or appearance
+    return (resume and unknown_session(resume)) or appearance
+
+
+def full_check(args: argparse.Namespace) -> LoadedConfig | str:
+    """The config read and validated, the `--resume` id and the key checked; once they pass,
+    a receipt is kept so the next start with this setup can skip them."""
     from codewhale.config import ConfigError, load_config  # pydantic: about 75 ms
 
+    workspace = args.workspace_path
     try:
         loaded = load_config(workspace=workspace, overrides=args.overrides)
     except ConfigError as error:
         return f"config error: {error}"
+    resume = getattr(args, "resume", None)
     problem = (resume and unknown_session(resume)) or missing_key(loaded)
     if problem:
         return problem
     # With the status line a session here last opened with: this start paints it too.
+    receipt = launch_receipt.digest(workspace, args.overrides)
+    state_dir = user_dirs().state_dir
     launch_receipt.remember(receipt, state_dir, Appearance.guessed(loaded), workspace)
     return loaded
+
+
+def problem_found(args: argparse.Namespace) -> str | None:
+    """`full_check`'s verdict alone, as a forked child reports it."""
+    checked = full_check(args)
+    return checked if isinstance(checked, str) else None
 
 
 def exit_summary(runtime: Runtime) -> str:

@@ -9,6 +9,9 @@ skips them, paints, and reads the config with the session after the first frame.
 With the digest goes the status line a new session showed when it last opened with this
 setup (mode, model, sandbox, context use; `OpeningStatus`), so the next start draws it
 in its first frame: the screen is then as it stays, and the session opens behind it.
+A resumed session's line is kept too, for what it shares with the setup (mode, model,
+sandbox, the window and the tool schemas' share of the context): `--continue` draws its
+status line with the conversation read from the file, before the session opens.
 A start that misses (a changed config) draws the status line the workspace's last
 session opened with, if the config just read names the same model: most changes leave
 it as it was, and one that does not is redrawn when the session opens.
@@ -59,6 +62,8 @@ else:
             from hashlib import sha256
 
 RECEIPT_FILE = "launch-checks.json"
+# A receipt's keys for the status lines a new and a resumed session opened with.
+NEW, RESUMED = "status", "resumed"
 # Workspaces and setups remembered at once; the oldest is dropped first.
 KEEP = 16
 # The environment the config loader (config.py: CODEWHALE_HOME, CODEWHALE_PROVIDER,
@@ -80,6 +85,8 @@ class OpeningStatus:
     limits: str | None  # the offline model's, when it answers
     sandboxed: bool
     context: tuple[int, int]  # (tokens the first request carries, the model's window)
+    # The tool schemas' share of those tokens (None: a receipt from before it was kept).
+    tools: int | None = None
 
     @classmethod
     def of(cls, runtime: Runtime) -> OpeningStatus:
@@ -91,6 +98,7 @@ class OpeningStatus:
             limits=status_limits(settings.provider, settings.offer_tools),
             sandboxed=runtime.sandboxed,
             context=(tokens, window),
+            tools=runtime.tools_context(),
         )
 
     @classmethod
@@ -99,7 +107,7 @@ class OpeningStatus:
         if not isinstance(data, dict):
             return None
         model, limits, sandboxed = data.get("model"), data.get("limits"), data.get("sandboxed")
-        context = data.get("context")
+        context, tools = data.get("context"), data.get("tools")
         if not (
             isinstance(model, str)
             and (limits is None or isinstance(limits, str))
@@ -113,17 +121,27 @@ class OpeningStatus:
             mode = Mode(str(data.get("mode")))
         except ValueError:
             return None
-        return cls(mode, model, limits, sandboxed, (context[0], context[1]))
+        known_tools = tools if type(tools) is int else None  # missing: not guessed from
+        return cls(mode, model, limits, sandboxed, (context[0], context[1]), known_tools)
 
 
 @dataclass(frozen=True)
 class Appearance:
-    """What the first frame takes from the config, and from the last session opened with
-    it (None until one has opened)."""
+    """What the first frame takes from the config, and from the last new and resumed
+    session opened with it (None until one has opened)."""
 
     theme: str
     sidebar: bool
     status: OpeningStatus | None = None
+    resumed: OpeningStatus | None = None
+
+    def for_resume(self) -> OpeningStatus | None:
+        """The status line a resumed session's is drawn from, before it opens: the last
+        resumed session's, else a new one's, where it says the tool schemas' share."""
+        for status in (self.resumed, self.status):
+            if status is not None and status.tools is not None:
+                return status
+        return None
 
     @classmethod
     def of(cls, loaded: LoadedConfig) -> Appearance:
@@ -131,9 +149,11 @@ class Appearance:
 
     @classmethod
     def guessed(cls, loaded: LoadedConfig) -> Appearance:
-        """As `of`, with the status line a new session in this workspace last opened with,
-        when the config just read names the same model and limits."""
-        return replace(cls.of(loaded), status=_last_status(loaded))
+        """As `of`, with the status lines a new and a resumed session in this workspace
+        last opened with, when the config just read names the same model and limits."""
+        return replace(
+            cls.of(loaded), status=_last_status(loaded), resumed=_last_status(loaded, RESUMED)
+        )
 
 
 def digest(
@@ -186,7 +206,10 @@ def recall(key: str, state_dir: Path) -> Appearance | None:
     if not isinstance(theme, str) or not isinstance(sidebar, bool):
         return None
     return Appearance(
-        theme=theme, sidebar=sidebar, status=OpeningStatus.from_json(entry.get("status"))
+        theme=theme,
+        sidebar=sidebar,
+        status=OpeningStatus.from_json(entry.get(NEW)),
+        resumed=OpeningStatus.from_json(entry.get(RESUMED)),
     )
 
 
@@ -201,31 +224,34 @@ def remember(key: str, state_dir: Path, appearance: Appearance, workspace: Path)
 
 
 def remember_opening_status(
-    workspace: Path, overrides: Mapping[str, str], status: OpeningStatus
+    workspace: Path, overrides: Mapping[str, str], status: OpeningStatus, *, resumed: bool = False
 ) -> None:
-    """Keep what a new session's status line said, with the receipt for its setup: only
-    one whose checks passed (a setup without a receipt is checked before it paints)."""
+    """Keep what a new (or `resumed`) session's status line said, with the receipt for its
+    setup: only one whose checks passed (a setup without a receipt is checked before it
+    paints)."""
     state_dir = user_dirs().state_dir
     receipts = _receipts(state_dir)
     entry = receipts.get(digest(workspace, overrides))
     shown = json.loads(json.dumps(asdict(status)))  # as read back: the tuple as a list
-    if not isinstance(entry, dict) or entry.get("status") == shown:
+    kind = RESUMED if resumed else NEW
+    if not isinstance(entry, dict) or entry.get(kind) == shown:
         return
-    entry["status"] = shown
+    entry[kind] = shown
     with contextlib.suppress(OSError):
         atomic_write_text(state_dir / RECEIPT_FILE, json.dumps(receipts))
 
 
-def _last_status(loaded: LoadedConfig) -> OpeningStatus | None:
-    """The newest status line remembered for `loaded`'s workspace, if it names the model
-    and limits this config opens with (mode, sandbox and context use are as likely)."""
+def _last_status(loaded: LoadedConfig, kind: str = NEW) -> OpeningStatus | None:
+    """The newest status line of a `kind` session remembered for `loaded`'s workspace, if
+    it names the model and limits this config opens with (mode, sandbox and context use
+    are as likely)."""
     if loaded.workspace is None:
         return None
     settings = loaded.provider_settings()
     limits = status_limits(settings.provider, settings.offer_tools)
     for entry in reversed(_receipts(user_dirs().state_dir).values()):
         if isinstance(entry, dict) and entry.get("workspace") == str(loaded.workspace):
-            status = OpeningStatus.from_json(entry.get("status"))
+            status = OpeningStatus.from_json(entry.get(kind))
             if status is not None and (status.model, status.limits) == (settings.model, limits):
                 return status
     return None

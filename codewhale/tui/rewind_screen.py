@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 
 from codewhale.runtime import RuntimeRequestError
 from codewhale.sanitize import clean_text
-from codewhale.tui.attachments import split_attachments
+from codewhale.tui.attachment_format import split_attachments
 
 if TYPE_CHECKING:
     from codewhale.runtime.rewind import RewindPoint

@@ -148,6 +148,37 @@ def test_in_a_terminal_the_prompt_is_the_first_turn_and_ctrl_c_twice_quits(llm, 
         if process.poll() is None:
             process.kill()
         os.close(controller)
+    # A first launch: the forked checks passed and wrote the receipt the next start uses.
+    assert (home / "state" / "launch-checks.json").is_file()
+
+
+@pytest.mark.slow
+def test_in_a_terminal_a_broken_config_is_refused_before_the_app_appears(keyed, home, tmp_path):
+    config = home / "config" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[network]\nmax_retries = 'many'\n")
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", "-C", str(tmp_path)],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env={**keyed, "TERM": "xterm-256color"},
+        close_fds=True,
+    )
+    os.close(terminal)
+    try:
+        assert process.wait(timeout=60) == 2
+        screen = _read_until(controller, b"\n", timeout=5)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    # Found by the forked checks, printed as one plain line: no full-screen app came up.
+    assert screen.startswith(b"codewhale: config error:"), screen
+    assert b"max_retries" in screen
+    assert b"\x1b[?1049h" not in screen  # the alternate screen was never entered
+    assert not (home / "state" / "launch-checks.json").exists()
 
 
 @pytest.mark.slow

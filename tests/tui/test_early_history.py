@@ -7,13 +7,26 @@ The session is held shut (test_paint_first.HeldShut) until the test lets it open
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
 
 from codewhale.config import load_config
 from codewhale.paths import user_dirs
 from codewhale.sessions.store import SessionStore
+from codewhale.tui.launch_receipt import RECEIPT_FILE
+from codewhale.tui.status import context_text
 from codewhale.tui.transcript import AssistantMessage, UserMessage
+from tests.support.settings import TEST_KEY
 from tests.tui.test_long_sessions import LAST_ANSWER, last_answer_shown, write_session
-from tests.tui.test_paint_first import HeldShut, painted, until
+from tests.tui.test_paint_first import (
+    HeldShut,
+    checked,
+    painted,
+    remembered_status,
+    status,
+    until,
+)
 
 SIZE = (120, 40)
 
@@ -112,3 +125,76 @@ async def test_messages_a_rewind_dropped_are_not_drawn_before_the_session_opens(
         assert "Gone." not in answers(app) and "› a prompt taken back" not in prompts(app)
     finally:
         await let_open_and_quit(app, running)
+
+
+# -- the status line it opens with ------------------------------------------------------------
+
+
+def edit_receipts(change: Callable[[dict], None]) -> None:
+    """Apply `change` to every setup's entry in the launch receipt file."""
+    receipts = user_dirs().state_dir / RECEIPT_FILE
+    entries = json.loads(receipts.read_text())
+    for entry in entries.values():
+        change(entry)
+    receipts.write_text(json.dumps(entries))
+
+
+async def continued(workspace: Path) -> tuple[str, str]:
+    """`--continue` with the receipt's setup: the status line while the session is held
+    shut (its last turn drawn from the file), and once it has opened."""
+    app = HeldShut(checked(workspace), workspace, continue_latest=True, opening=asyncio.Event())
+    running = await run_held(app)
+    try:
+        assert app.runtime is None
+        early = status(app)
+        app.opening.set()
+        await until(lambda: app.session_ready.is_set())
+        assert app.runtime is not None
+        opened = status(app)
+        assert context_text(*app.runtime.context_use()) in opened  # the session's own
+        return early, opened
+    finally:
+        await let_open_and_quit(app, running)
+
+
+async def test_continue_draws_the_status_line_it_opens_with_before_it_opens(
+    llm, monkeypatch, workspace
+):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    await remembered_status(workspace)  # a new session opened once with this setup
+    write_session(workspace, 600)
+    early, opened = await continued(workspace)
+    # The file's usage totals and the context use, drawn before the session opened and
+    # left as they were by its opening.
+    assert "↑5000.0k ↓70.0k" in early and "ctx " in early and "$1.50" in early
+    assert early == opened
+
+
+async def test_a_receipt_without_the_tools_share_learns_it_from_the_first_resume(
+    llm, monkeypatch, workspace
+):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    await remembered_status(workspace)
+    edit_receipts(lambda entry: entry["status"].pop("tools"))  # as an older version wrote it
+    write_session(workspace, 60)
+    early, opened = await continued(workspace)
+    assert "starting…" in early and "deepseek" in opened  # no guess: nothing to count it by
+    await until(lambda: getattr(checked(workspace), "resumed", None) is not None)
+    early, opened = await continued(workspace)
+    assert early == opened
+
+
+async def test_a_wrong_guess_is_drawn_over_by_the_sessions_own_figures(llm, monkeypatch, workspace):
+    monkeypatch.setenv("CODEWHALE_BASE_URL", llm.base_url)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", TEST_KEY)
+    await remembered_status(workspace)
+    write_session(workspace, 60)
+
+    def far_off(entry: dict) -> None:
+        entry["status"]["tools"] = 1_000_000  # the tools changed since it was kept
+
+    edit_receipts(far_off)
+    early, opened = await continued(workspace)
+    assert "ctx " in early and early != opened  # `continued` checks the opened one's figures

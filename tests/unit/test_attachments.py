@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import os
 
-from codewhale.tui.attachments import (
-    MAX_FILE_CHARS,
-    MAX_FILES,
-    MAX_TOTAL_CHARS,
-    Attachment,
-    collect,
-    split_attachments,
-    with_attachments,
-)
+from codewhale.tui.attachment_format import Attachment, split_attachments, with_attachments
+from codewhale.tui.attachments import MAX_FILE_CHARS, MAX_FILES, MAX_TOTAL_CHARS, collect
 
 
 def test_each_named_file_is_attached_once_in_order(tmp_path):

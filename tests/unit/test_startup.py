@@ -4,11 +4,13 @@ app's first frame imports only Textual and the widgets on it."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -224,6 +226,33 @@ def test_a_new_sessions_status_line_is_kept_with_the_receipt(keyed_setup):
     assert check(other) == Appearance("nord", True, None)
 
 
+def test_a_resumed_sessions_status_line_is_kept_beside_a_new_ones(keyed_setup):
+    workspace, _ = keyed_setup
+    check(launch_args(workspace))
+    remember_opening_status(workspace, {}, OPENED)  # as a receipt from before `tools` was
+    assert check(launch_args(workspace)).for_resume() is None  # no guess without it
+    resumed = replace(OPENED, context=(90_000, 128_000), tools=3_000)
+    remember_opening_status(workspace, {}, resumed, resumed=True)
+    kept = check(launch_args(workspace))
+    assert kept == Appearance("nord", True, OPENED, resumed)
+    assert kept.for_resume() == resumed
+    # Without a resumed session's, a new one's says as much (the window, the tools' share).
+    opened = replace(OPENED, tools=3_000)
+    remember_opening_status(workspace, {}, opened)
+    receipts = user_dirs().state_dir / RECEIPT_FILE
+    entries = json.loads(receipts.read_text())
+    for entry in entries.values():
+        del entry["resumed"]
+    receipts.write_text(json.dumps(entries))
+    assert check(launch_args(workspace)).for_resume() == opened
+    # A share that does not read back is not guessed from; the rest of the line still is.
+    for entry in entries.values():
+        entry["status"]["tools"] = "many"
+    receipts.write_text(json.dumps(entries))
+    kept = check(launch_args(workspace))
+    assert kept.status == OPENED and kept.for_resume() is None
+
+
 @pytest.mark.parametrize(
     "status",
     [
@@ -275,18 +304,24 @@ def test_an_unknown_session_is_refused_on_a_receipt_too(keyed_setup):
     assert "no session 'sess_nope'" in check(launch_args(workspace, resume="sess_nope"))
 
 
-def test_the_launch_pauses_the_collector_only_while_the_app_loads(keyed_setup, monkeypatch):
+def test_the_launch_pauses_the_collector_until_the_first_frame(keyed_setup, monkeypatch):
     workspace, config = keyed_setup
     from codewhale.tui.app import CodeWhaleApp
 
     collecting: list[bool] = []
-    monkeypatch.setattr(CodeWhaleApp, "run", lambda self: collecting.append(gc.isenabled()))
+
+    def run(app: CodeWhaleApp) -> None:
+        collecting.append(gc.isenabled())  # starting: still paused
+        app._first_frame_drawn(asyncio.Event())  # as on_mount's after-refresh calls it
+        collecting.append(gc.isenabled())
+
+    monkeypatch.setattr(CodeWhaleApp, "run", run)
     monkeypatch.setattr("codewhale.tui.launch.attached_to_terminal", lambda: True)
     try:
         assert launch_tui(launch_args(workspace)) == 0
-        assert collecting == [True]  # on again by the time the app runs
+        assert collecting == [False, True]  # on again once the first frame is drawn
         config.write_text("[network]\nmax_retries = 'many'\n")
-        assert launch_tui(launch_args(workspace)) == 2  # refused: still on
+        assert launch_tui(launch_args(workspace)) == 2  # refused: on again
         assert gc.isenabled()
     finally:
         gc.enable()
