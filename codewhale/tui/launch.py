@@ -67,13 +67,16 @@ def launch_tui(args: argparse.Namespace) -> int:
 
 def prepare(args: argparse.Namespace) -> CodeWhaleApp | int:
     """The app, ready to run, or the exit code of a refusal (printed to stderr)."""
-    checked: LoadedConfig | Appearance | str | None = recalled(args)
+    if problem := workspace_problem(args):
+        return _refuse(problem)
+    key = launch_receipt.digest(args.workspace_path, args.overrides)
+    checked: LoadedConfig | Appearance | str | None = recalled(args, key)
     forked = None
     if checked is None and attached_to_terminal():
         # A receipt miss: the checks run in a child while this process loads the app.
-        forked = ForkedChecks.start(partial(problem_found, args))
+        forked = ForkedChecks.start(partial(problem_found, args, key))
     if checked is None and forked is None:
-        checked = full_check(args)
+        checked = full_check(args, key)
     if isinstance(checked, str):
         return _refuse(checked)
     if not attached_to_terminal():
@@ -83,8 +86,9 @@ def prepare(args: argparse.Namespace) -> CodeWhaleApp | int:
     if forked is not None:
         if problem := forked.problem():
             return _refuse(problem)
-        # Read from the receipt the child wrote; where it could not write one, checked here.
-        checked = recalled(args) or full_check(args)
+        # The first frame's settings, from the receipt the child kept (the `--resume` id
+        # checked too); where it could not write one, checked here.
+        checked = launch_receipt.recall(key, user_dirs().state_dir) or full_check(args, key)
         if isinstance(checked, str):
             return _refuse(checked)
     assert checked is not None
@@ -116,27 +120,31 @@ def start_mode(args: argparse.Namespace) -> Mode | None:
 def check(args: argparse.Namespace) -> LoadedConfig | Appearance | str:
     """What the app starts with (the config read, or a receipt's first-frame settings),
     or the first problem found: workspace, config, `--resume` id, API key."""
-    return recalled(args) or full_check(args)
+    if problem := workspace_problem(args):
+        return problem
+    key = launch_receipt.digest(args.workspace_path, args.overrides)
+    return recalled(args, key) or full_check(args, key)
 
 
-def recalled(args: argparse.Namespace) -> Appearance | str | None:
-    """A problem with the workspace, or the first frame's settings when a receipt says the
-    config and key checks passed for exactly this setup (the `--resume` id is still
-    checked); None when they must run."""
+def workspace_problem(args: argparse.Namespace) -> str | None:
     workspace = args.workspace_path
-    if not workspace.is_dir():
-        return f"workspace {workspace} is not a directory"
-    receipt = launch_receipt.digest(workspace, args.overrides)
-    appearance = launch_receipt.recall(receipt, user_dirs().state_dir)
+    return None if workspace.is_dir() else f"workspace {workspace} is not a directory"
+
+
+def recalled(args: argparse.Namespace, key: str) -> Appearance | str | None:
+    """The first frame's settings when the receipt `key` says the config and key checks
+    passed for exactly this setup (the `--resume` id is still checked); None when they
+    must run."""
+    appearance = launch_receipt.recall(key, user_dirs().state_dir)
     if appearance is None:
         return None
     resume = getattr(args, "resume", None)
     return (resume and unknown_session(resume)) or appearance
 
 
-def full_check(args: argparse.Namespace) -> LoadedConfig | str:
+def full_check(args: argparse.Namespace, key: str) -> LoadedConfig | str:
     """The config read and validated, the `--resume` id and the key checked; once they pass,
-    a receipt is kept so the next start with this setup can skip them."""
+    the receipt `key` is kept so the next start with this setup can skip them."""
     from codewhale.config import ConfigError, load_config  # pydantic: about 75 ms
 
     workspace = args.workspace_path
@@ -149,15 +157,13 @@ def full_check(args: argparse.Namespace) -> LoadedConfig | str:
     if problem:
         return problem
     # With the status line a session here last opened with: this start paints it too.
-    receipt = launch_receipt.digest(workspace, args.overrides)
-    state_dir = user_dirs().state_dir
-    launch_receipt.remember(receipt, state_dir, Appearance.guessed(loaded), workspace)
+    launch_receipt.remember(key, user_dirs().state_dir, Appearance.guessed(loaded), workspace)
     return loaded
 
 
-def problem_found(args: argparse.Namespace) -> str | None:
+def problem_found(args: argparse.Namespace, key: str) -> str | None:
     """`full_check`'s verdict alone, as a forked child reports it."""
-    checked = full_check(args)
+    checked = full_check(args, key)
     return checked if isinstance(checked, str) else None
 
 
