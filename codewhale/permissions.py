@@ -106,15 +106,19 @@ def confine(workspace: Path, raw: str | os.PathLike[str]) -> Path:
     Symlinks are resolved first, so a link inside the workspace that points out
     is refused just like `../`.
     """
-    root = Path(workspace).resolve()
     text = os.fspath(raw)
     if "\x00" in text:
         raise PathEscapeError("path contains a NUL byte")
-    candidate = Path(text).expanduser()
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    resolved = candidate.resolve()
-    if resolved != root and root not in resolved.parents:
+    # A path that resolves below the workspace as spelled lies below its real path too:
+    # it has no symlink left, so neither has the spelling inside it. The root is resolved
+    # (a system call per component) only when that is not so.
+    root = Path(workspace)
+    resolved = _resolved(root, text)
+    if _inside(resolved, root):
+        return resolved
+    if (real := root.resolve()) != root:
+        root, resolved = real, _resolved(real, text)
+    if not _inside(resolved, root):
         raise PathEscapeError(
             f"'{text}' resolves to {resolved}, outside the workspace {root}; "
             "tools may only touch files inside the workspace."
@@ -122,8 +126,32 @@ def confine(workspace: Path, raw: str | os.PathLike[str]) -> Path:
     return resolved
 
 
+def _resolved(root: Path, text: str) -> Path:
+    candidate = Path(text).expanduser()
+    return (candidate if candidate.is_absolute() else root / candidate).resolve()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return spelled_below(os.fspath(path), os.fspath(root)) is not None
+
+
+def spelled_below(path: str, root: str) -> str | None:
+    """What follows `root` in `path` ("" for the root itself), or None if `path` does not
+    start with it. Of two paths as Path spells them, what `relative_to` tells, without
+    building a Path for every part."""
+    if path == root:
+        return ""
+    prefix = root if root.endswith("/") else root + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
 def relative_to_workspace(workspace: Path, path: Path) -> str:
     """A path as the model should see it: relative to the workspace root, with `/`."""
+    # A resolved path (confine's) below the workspace as spelled is below its real path:
+    # told from the spellings, without resolving the root (a system call per component).
+    below = spelled_below(os.fspath(path), os.fspath(workspace))
+    if below is not None:
+        return below or "."
     try:
         return path.relative_to(Path(workspace).resolve()).as_posix() or "."
     except ValueError:

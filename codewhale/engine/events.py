@@ -18,11 +18,20 @@ class Event:
     ts: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
+        kind = type(self)
+        # Its fields but the private ones (a future, a reply slot), listed once per class:
+        # dataclasses.fields() builds the list again on every call.
+        names = _PUBLIC_FIELDS.get(kind)
+        if names is None:
+            names = tuple(item.name for item in fields(self) if not item.name.startswith("_"))
+            _PUBLIC_FIELDS[kind] = names
         data: dict[str, Any] = {"type": self.type}
-        for item in fields(self):
-            if not item.name.startswith("_"):
-                data[item.name] = getattr(self, item.name)
+        for name in names:
+            data[name] = getattr(self, name)
         return data
+
+
+_PUBLIC_FIELDS: dict[type[Event], tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ import logging
 import operator
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -37,7 +37,7 @@ from codewhale.providers.retry import RetryBudget, Retrying
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.status import error_for_status
 from codewhale.providers.stream import SSEDecoder, StreamAssembler, completion_from_message
-from codewhale.providers.transport import Transport
+from codewhale.providers.transport import Transport, body_parts
 from codewhale.providers.types import (
     Completion,
     StreamEvent,
@@ -339,7 +339,7 @@ class ChatClient:
         body.update({key: value for key, value in params.items() if value is not None})
         return body
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         *,
@@ -359,31 +359,47 @@ class ChatClient:
         """
         idle = self._idle_limit(idle_timeout_secs)
         tools = tools if self.settings.offer_tools else None
-        earlier_usage = None
         if tools and not self._stream_tools:
-            # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
-            params.setdefault("tool_choice", "auto")
-            completion = None
-            whole_request = self._whole(messages, tools, model, params, idle, remember=remember)
-            async with aclosing(whole_request) as whole:
-                async for item in whole:
-                    if isinstance(item, StreamFinished):
-                        completion = item.completion
-                    else:
-                        yield item
-            assert completion is not None
-            if completion.tool_calls or completion.content:
-                if completion.content:
-                    yield TextDelta(completion.content)
-                yield StreamFinished(completion)
-                return
-            # The constrained server chose to answer in words but produced none (its
-            # text path is grammar-bound too): ask again for the words, without tools.
-            earlier_usage, tools = completion.usage, None
-            params.pop("tool_choice")
+            return self._whole_with_tools(messages, tools, model, idle, remember, params)
         body = self.encode_request_parts(
             messages, tools=tools, model=model, remember=remember, **params
         )
+        # The retrying stream itself, not a generator around it: one layer less for every
+        # event, and for closing the stream.
+        return self._with_retries(lambda: self._stream_once(body, idle))
+
+    async def _whole_with_tools(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]],
+        model: str | None,
+        idle: _IdleLimit,
+        remember: bool,
+        params: dict[str, Any],
+    ) -> AsyncGenerator[StreamEvent | Retrying, None]:
+        """stream() for a server that cannot stream tool calls: the request whole, with
+        tools; streamed again without them if it answered with neither calls nor words."""
+        # Such servers also read a missing tool_choice as "none", not OpenAI's "auto".
+        params.setdefault("tool_choice", "auto")
+        completion = None
+        whole_request = self._whole(messages, tools, model, params, idle, remember=remember)
+        async with aclosing(whole_request) as whole:
+            async for item in whole:
+                if isinstance(item, StreamFinished):
+                    completion = item.completion
+                else:
+                    yield item
+        assert completion is not None
+        if completion.tool_calls or completion.content:
+            if completion.content:
+                yield TextDelta(completion.content)
+            yield StreamFinished(completion)
+            return
+        # The constrained server chose to answer in words but produced none (its text path
+        # is grammar-bound too): ask again for the words, without tools.
+        earlier_usage = completion.usage
+        params.pop("tool_choice")
+        body = self.encode_request_parts(messages, model=model, remember=remember, **params)
         async with aclosing(self._with_retries(lambda: self._stream_once(body, idle))) as events:
             async for event in events:
                 if isinstance(event, StreamFinished) and earlier_usage is not None:
@@ -565,8 +581,8 @@ class ChatClient:
         idle = idle_limit.secs
         loop = asyncio.get_running_loop()
         deadline = loop.time() + idle
-        # httpx's is an async generator; closed here, not by the garbage collector's hook.
-        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+        # An async generator; closed here, not by the garbage collector's hook.
+        chunks = body_parts(response)
         saw_data = done = False
         try:
             while True:

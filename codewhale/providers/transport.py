@@ -21,8 +21,8 @@ import contextlib
 import functools
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import Any, cast
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -166,6 +166,22 @@ class _Body(httpx.AsyncByteStream):
             await self._stream.aclose()
 
 
+def body_parts(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The response body's bytes as they arrive, to be read once and closed.
+
+    A body nothing has coded (no Content-Encoding: what a chat API sends unasked) comes
+    straight from the connection; httpx's iterators, with their decoders and chunkers,
+    cost two more generators for every piece, the body's end included.
+    """
+    stream = response.stream
+    if isinstance(stream, http1.Response) and "content-encoding" not in response.headers:
+        parts = aiter(stream)
+    else:
+        parts = response.aiter_bytes()
+    # Async generators both, which the reader closes; typed as mere iterators.
+    return cast(AsyncGenerator[bytes, None], parts)
+
+
 class _Endpoint:
     """What every request to one URL with one set of headers shares, built once."""
 
@@ -186,6 +202,34 @@ class _Endpoint:
 
     def head_for(self, length: int) -> bytes:
         return self._head + str(length).encode() + b"\r\n\r\n"
+
+
+class _Posted:
+    """Transport.post's context: the request sent on entry, its response closed on exit.
+
+    A class rather than an asynccontextmanager, which costs an async generator (and the
+    event loop's hooks for one) on every request.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        url: str,
+        body: Sequence[bytes],
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> None:
+        self._request = (transport, url, body, headers, read_timeout)
+        self._response: httpx.Response | None = None
+
+    async def __aenter__(self) -> httpx.Response:
+        transport, url, body, headers, read_timeout = self._request
+        self._response = await transport._send(url, body, headers, read_timeout)
+        return self._response
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._response is not None:
+            await self._response.aclose()
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -228,31 +272,34 @@ class Transport:
             "pool": None,
         }
 
-    @contextlib.asynccontextmanager
-    async def post(
+    def post(
         self,
         url: str,
         body: Sequence[bytes],
         headers: Mapping[str, str],
         *,
         read_timeout: float | None = None,
-    ) -> AsyncIterator[httpx.Response]:
+    ) -> _Posted:
         """`body` (its parts, in order) sent; the response with its body unread, closed (its
         connection returned) on exit.
 
         `read_timeout` (default: the transport's) bounds each wait for bytes, the response
         head's included: an idle limit, never one on the response as a whole.
         """
+        return _Posted(self, url, body, headers, read_timeout)
+
+    async def _send(
+        self,
+        url: str,
+        body: Sequence[bytes],
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> httpx.Response:
         endpoint = self._endpoint(url, headers)
         read_timeout = self._read_timeout if read_timeout is None else read_timeout
         if self._proxied is None:
-            response = await self._post_direct(endpoint, body, read_timeout)
-        else:
-            response = await self._post_proxied(self._proxied, endpoint, body, read_timeout)
-        try:
-            yield response
-        finally:
-            await response.aclose()
+            return await self._post_direct(endpoint, body, read_timeout)
+        return await self._post_proxied(self._proxied, endpoint, body, read_timeout)
 
     def _endpoint(self, url: str, headers: Mapping[str, str]) -> _Endpoint:
         key = (url, tuple(headers.items()))

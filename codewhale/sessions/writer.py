@@ -51,6 +51,10 @@ REPEATED_FIELDS = {
 }
 
 
+# json.dumps(record, ensure_ascii=False), without building an encoder for every line.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 class SessionInUse(Exception):
     """Another process has the session open for writing."""
 
@@ -131,7 +135,7 @@ class SessionWriter:
 
     def _write(self, record: dict[str, Any]) -> None:
         if self.failure is None:
-            self._pending.append(json.dumps(record, ensure_ascii=False) + "\n")
+            self._pending.append(_LINE_ENCODER.encode(record) + "\n")
 
     def flush(self) -> None:
         """Write the waiting lines; a refusal cuts the file back and stops the writer."""

@@ -244,47 +244,87 @@ def _without_ending(line: str) -> str:
 
 
 def read_range(
-    workspace: Path, path: Path, label: str, start: int, end: int | None, whole: bool
+    stream: BufferedReader, size: int, label: str, start: int, end: int | None, whole: bool
 ) -> str:
-    """Lines `start`..`end` with numbers, streamed: nothing past the range is kept.
+    """Lines `start`..`end` of the open file `stream` (closed here), `size` bytes long, with
+    numbers; nothing past the range is kept.
 
     `whole` says no start line was given, which a large file does not allow.
     """
-    with open_regular(path, label, workspace=workspace) as stream:
-        size = os.fstat(stream.fileno()).st_size
+    with stream:
         if whole and size > LARGE_FILE_BYTES:
             raise ToolError(
                 f"{label} is {size} bytes; read it in ranges with start_line/end_line, "
                 "or search it with grep_files"
             )
-        # The whole file when it can be read whole; a larger one is judged by its start.
-        encoding = detect(read_chunks(stream, LARGE_FILE_BYTES))
+        # A file that fits one reply is read, judged and split in one go (most do); a
+        # larger one is judged by its start and streamed. One byte more than the file
+        # holds is asked for, so a short read is its end (a fixed MAX_READ_BYTES + 1
+        # would allocate a buffer that costs more than reading a small file).
+        wanted = min(size, MAX_READ_BYTES) + 1
+        head = stream.read(wanted)
+        if len(head) < wanted:
+            encoding, lines = _lines_in(head, label, size)
+            return _numbered(lines, label, start, end, size, encoding)
         stream.seek(0)
-        if encoding.looks_binary(stream.read(len(encoding.bom) + BINARY_SNIFF_BYTES)):
-            raise ToolError(f"{label} is a binary file ({size} bytes); not shown")
-        stream.seek(len(encoding.bom))
-        # Only "\n" ends a line, as in the edit tools; "replace" can only act past the part
-        # detect() read, since that part decodes cleanly.
-        text = io.TextIOWrapper(stream, encoding.codec, errors="replace", newline="\n")
-        lines = _lines(text)
-        passed = sum(1 for _ in zip(range(start - 1), lines, strict=False))
-        last = start + MAX_READ_LINES - 1 if end is None else min(end, start + MAX_READ_LINES - 1)
-        shown: list[tuple[int, str]] = []
-        used = 0
-        full = False
-        for number, line in zip(range(start, last + 1), lines, strict=False):
-            content = _without_ending(line)
-            used += len(str(number)) + len(content) + 2
-            if used > MAX_READ_BYTES:
-                if shown:
-                    full = True
-                    break
-                # A first line larger than a whole reply is shown cut rather than not at all.
-                content = content[: MAX_READ_BYTES // 2] + " [… line cut]"
-            shown.append((number, content))
-        more = full or next(lines, None) is not None
-        # One line past the range has been read; the rest is only counted when that is cheap.
-        total = len(shown) + start + sum(1 for _ in lines) if size <= LARGE_FILE_BYTES else None
+        encoding, lines = _lines_streamed(stream, label, size)
+        return _numbered(lines, label, start, end, size, encoding)
+
+
+def _lines_in(data: bytes, label: str, size: int) -> tuple[TextEncoding, Iterator[str]]:
+    """The encoding of a whole small file's bytes, and its lines with their endings."""
+    encoding = detect([data])
+    if encoding.looks_binary(data):
+        raise ToolError(f"{label} is a binary file ({size} bytes); not shown")
+    # Only "\n" ends a line, as in the edit tools. _lines cuts a line at MAX_READ_BYTES
+    # characters; no line of a file of at most that many bytes is longer.
+    text = data[len(encoding.bom) :].decode(encoding.codec, errors="replace")
+    return encoding, iter(_LINE.findall(text))
+
+
+def _lines_streamed(
+    stream: BufferedReader, label: str, size: int
+) -> tuple[TextEncoding, Iterator[str]]:
+    """The encoding of a large file (judged by its start), and its lines read as needed."""
+    # The whole file when it can be read whole; a larger one is judged by its start.
+    encoding = detect(read_chunks(stream, LARGE_FILE_BYTES))
+    stream.seek(0)
+    if encoding.looks_binary(stream.read(len(encoding.bom) + BINARY_SNIFF_BYTES)):
+        raise ToolError(f"{label} is a binary file ({size} bytes); not shown")
+    stream.seek(len(encoding.bom))
+    # Only "\n" ends a line, as in the edit tools; "replace" can only act past the part
+    # detect() read, since that part decodes cleanly.
+    text = io.TextIOWrapper(stream, encoding.codec, errors="replace", newline="\n")
+    return encoding, _lines(text)
+
+
+def _numbered(
+    lines: Iterator[str],
+    label: str,
+    start: int,
+    end: int | None,
+    size: int,
+    encoding: TextEncoding,
+) -> str:
+    """read_file's reply: lines `start`..`end` of `lines`, numbered, and what follows them."""
+    passed = sum(1 for _ in zip(range(start - 1), lines, strict=False))
+    last = start + MAX_READ_LINES - 1 if end is None else min(end, start + MAX_READ_LINES - 1)
+    shown: list[tuple[int, str]] = []
+    used = 0
+    full = False
+    for number, line in zip(range(start, last + 1), lines, strict=False):
+        content = _without_ending(line)
+        used += len(str(number)) + len(content) + 2
+        if used > MAX_READ_BYTES:
+            if shown:
+                full = True
+                break
+            # A first line larger than a whole reply is shown cut rather than not at all.
+            content = content[: MAX_READ_BYTES // 2] + " [… line cut]"
+        shown.append((number, content))
+    more = full or next(lines, None) is not None
+    # One line past the range has been read; the rest is only counted when that is cheap.
+    total = len(shown) + start + sum(1 for _ in lines) if size <= LARGE_FILE_BYTES else None
     if not shown:
         if passed == 0:
             return "(empty file)"
@@ -327,22 +367,16 @@ class ReadFile(Tool):
         if end is not None and end < start:
             raise ToolError(f"end_line {end} is before start_line {start}")
         whole = "start_line" not in arguments
-        read = (context.workspace, path, label, start, end, whole)
-        if _small_regular_file(context.workspace, path, label):
+        # Opened here, once: a FIFO or device is refused before any open, and none blocks.
+        stream = open_regular(path, label, workspace=context.workspace)
+        size = os.fstat(stream.fileno()).st_size
+        read = (stream, size, label, start, end, whole)
+        if size <= INLINE_READ_BYTES:
             # A hop to a worker thread costs more than reading a few KB (≈0.25 ms a step).
             return ToolResult(read_range(*read))
         # In a thread: a range deep into a big file takes a while, and the dispatcher's
         # time limit can only end a call that gives the event loop back.
         return ToolResult(await asyncio.to_thread(read_range, *read))
-
-
-def _small_regular_file(workspace: Path, path: Path, label: str) -> bool:
-    """Small enough to read on the event loop (anything else, FIFOs included, is not)."""
-    try:
-        info = lstat_beneath(workspace, path, label)
-    except ToolError:
-        return False
-    return info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
 
 
 class ListDir(Tool):

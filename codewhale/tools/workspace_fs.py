@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from codewhale.permissions import spelled_below
 from codewhale.tools.base import ToolError
 
 # openat2(2) has one number on every Linux architecture: it came after the tables were unified.
@@ -90,14 +91,20 @@ def kernel_has_openat2() -> bool:
 
 def _below(root: Path, path: Path, label: str) -> tuple[Path, list[str]]:
     """The root as `path` spells it, and `path`'s components below it (none for the root)."""
-    if not path.is_relative_to(root):
-        # confine() hands over resolved paths; the root is resolved too only when it must
-        # be, since walks open a file in every directory they pass.
-        root = root.resolve()
-    try:
-        names = list(path.relative_to(root).parts)
-    except ValueError:
-        raise ToolError(f"{label} is outside the workspace {root}") from None
+    # The usual case is told from the spellings alone: comparing the paths' parts with
+    # pathlib costs more than opening the file does.
+    below = spelled_below(str(path), str(root))
+    if below is not None:
+        names = below.split("/") if below else []
+    else:
+        if not path.is_relative_to(root):
+            # confine() hands over resolved paths; the root is resolved too only when it
+            # must be, since walks open a file in every directory they pass.
+            root = root.resolve()
+        try:
+            names = list(path.relative_to(root).parts)
+        except ValueError:
+            raise ToolError(f"{label} is outside the workspace {root}") from None
     # Resolved paths have none; a '..' here would climb out of the root handle.
     if ".." in names:
         raise ToolError(f"{label}: '..' is not allowed in a path the file tools open")

@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
-from textual.events import Event, Key, Paste
+from textual.events import Event, InputEvent, Key, Paste
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
@@ -32,6 +32,7 @@ from codewhale.tui.commands import CommandRegistry, SlashCommandProvider, split_
 from codewhale.tui.completion import Completion, CompletionMenu
 from codewhale.tui.composer import Composer
 from codewhale.tui.escape_twice import EscapeTwice
+from codewhale.tui.frame_clock import FramedScreen
 from codewhale.tui.launch_receipt import Appearance, OpeningStatus, remember_opening_status
 from codewhale.tui.paste import expand
 from codewhale.tui.sidebar import AgentRow, WorkSidebar
@@ -192,8 +193,6 @@ class CodeWhaleApp(App[None]):
         return driver_for(super().get_driver_class())
 
     def get_default_screen(self) -> Screen:
-        from codewhale.tui.frame_clock import FramedScreen
-
         # A keystroke's echo is drawn as soon as the frame rate allows (tui/frame_clock.py).
         return FramedScreen(id="_default")
 
@@ -639,6 +638,12 @@ class CodeWhaleApp(App[None]):
         # Decided before the key is routed to what has the focus (tui/typing_target.py).
         if isinstance(event, Key | Paste) and not event.is_forwarded:
             self._redirect_typing(event)
+        if (
+            isinstance(event, InputEvent | Paste)
+            and self.screen_stack
+            and isinstance(screen := self.screen_stack[-1], FramedScreen)
+        ):
+            screen.input_arrived()  # what it changes is drawn in the next frame
         await super().on_event(event)
 
     def _redirect_typing(self, typed: Key | Paste) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import ssl
 
@@ -225,6 +226,36 @@ async def test_the_request_head_names_the_endpoint_and_the_body_arrives_whole_fr
     assert fields[b"host"] == server.url.split("/")[2].encode()
     assert fields[b"content-length"] == str(len(body)).encode()
     assert fields[b"x-custom"] == b"1"
+
+
+async def test_a_request_whose_first_part_is_long_arrives_whole_too():
+    """A short first part goes out with the head; a long one is written after it."""
+    parts = [b'{"a":"' + b"x" * 100_000, b'"}']
+    async with RawServer([head(Content_Length="0")]) as server:
+        sender = make_transport(server.url)
+        async with sender.post(server.url, parts, {}) as response:
+            await response.aread()
+        await sender.aclose()
+    assert server.requests[0][1] == b"".join(parts)
+
+
+async def test_body_parts_decode_a_content_coded_body_and_pass_an_uncoded_one_through():
+    """Read straight from the connection, an uncoded stream is the same bytes, and the
+    connection is kept; a gzip-coded one still goes through httpx's decoder."""
+    plain = sse({"a": 1}, {"b": 2})
+    coded = head(Transfer_Encoding="chunked", Content_Encoding="gzip")
+    answers = (
+        [head(Transfer_Encoding="chunked") + chunked(plain[:10], plain[10:])],
+        [coded + chunked(gzip.compress(plain))],
+    )
+    async with RawServer(*answers) as server:
+        sender = make_transport(server.url)
+        for _ in answers:
+            async with sender.post(server.url, [b"{}"], {}) as response:
+                received = b"".join([part async for part in transport.body_parts(response)])
+            assert received == plain
+        await sender.aclose()
+    assert server.connections == 1
 
 
 BROKEN = {

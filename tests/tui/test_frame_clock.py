@@ -9,7 +9,13 @@ from pytest import approx
 from textual.widgets import Input
 
 from codewhale.tui.agent_screen import AgentScreen
-from codewhale.tui.frame_clock import FRAME_SECS, FrameClock, FramedScreen, frame_wait
+from codewhale.tui.frame_clock import (
+    BACKGROUND_FRAME_SECS,
+    FRAME_SECS,
+    FrameClock,
+    FramedScreen,
+    frame_wait,
+)
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.tui.conftest import is_child, open_agent_screen, type_and_send, wait_for
 
@@ -21,6 +27,8 @@ def test_a_frame_waits_only_for_the_rest_of_its_period():
     assert frame_wait(last_frame=10.0, now=10.0 + FRAME_SECS) == 0
     assert frame_wait(last_frame=10.0, now=11.0) == 0  # long idle: drawn at once
     assert frame_wait(last_frame=float("-inf"), now=0.0) == 0  # the first frame
+    # A frame that shows no input (children streaming) waits two periods.
+    assert frame_wait(10.0, 10.0, BACKGROUND_FRAME_SECS) == approx(2 * FRAME_SECS)
 
 
 def frame_clock(screen) -> FrameClock:
@@ -58,3 +66,19 @@ async def test_a_keystroke_on_an_agent_screen_is_drawn_by_the_frame_clock(llm, m
         pressed = time.monotonic()
         await pilot.press("x")
         await wait_for(pilot, lambda: box.value == "x" and clock.last_frame > pressed)
+
+
+async def test_a_key_hurries_the_next_frame_and_that_frame_ends_the_hurry(make_app, workspace):
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.runtime is not None)
+        clock = frame_clock(app.screen)
+        assert not clock._input.is_set()  # nothing typed: redraws come at half the rate
+        app.screen.input_arrived()
+        assert clock._input.is_set()
+        drawn = clock.last_frame
+        app.screen.refresh()
+        await wait_for(pilot, lambda: clock.last_frame > drawn)
+        assert not clock._input.is_set()
+        await pilot.press("x")  # a real key goes through the app's on_event
+        await wait_for(pilot, lambda: app.composer.text == "x" and not clock._input.is_set())

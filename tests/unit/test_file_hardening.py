@@ -293,6 +293,27 @@ async def test_a_streamed_read_still_knows_the_ends_of_a_file(context):
     assert (await ReadFile().run({"path": "empty.txt"}, context)).output == "(empty file)"
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+async def test_a_small_file_split_at_once_shows_lines_as_a_streamed_one_does(context, encoding):
+    """A file that fits one reply is split in memory, a larger one streamed (in a worker
+    thread): only "\\n" ends a line in both, and they number and note alike."""
+    lines = ["plain\n", "crlf\r\n", "a\rlone cr\n", "form\x0cfeed\n", "sep\u2028inside\n"]
+    start = "".join(lines)
+    (context.workspace / "small.txt").write_bytes((start + "end").encode(encoding))
+    (context.workspace / "large.txt").write_bytes(
+        (start + ("x" * 99 + "\n") * 3_000 + "end").encode(encoding)
+    )
+    shown = {}
+    for name in ("small.txt", "large.txt"):
+        arguments = {"path": name, "start_line": 2, "end_line": 5}
+        shown[name] = (await ReadFile().run(arguments, context)).output.split("\n")
+    expected = ["2\tcrlf", "3\ta\rlone cr", "4\tform\x0cfeed", "5\tsep\u2028inside"]
+    assert shown["small.txt"][:4] == shown["large.txt"][:4] == expected
+    assert shown["small.txt"][4] == "[lines 2-5 of 6; continue with start_line=6]"
+    assert shown["large.txt"][4] == "[lines 2-5 of 3006; continue with start_line=6]"
+    assert shown["small.txt"][5:] == shown["large.txt"][5:]
+
+
 async def test_revert_refuses_to_write_through_a_file_swapped_for_a_link(context, tmp_path):
     """Between a turn's write and its revert, a command swaps the file for a hard link to
     a file outside the workspace: the revert must not write the old content there."""

@@ -23,6 +23,7 @@ from codewhale.permissions import (
     classify_command,
     confine,
     decide,
+    relative_to_workspace,
 )
 from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
@@ -172,6 +173,36 @@ def test_confine_refuses_escapes(tmp_path):
     for bad in ("../outside.txt", str(tmp_path / "outside.txt"), "out_link", "sub/../../x"):
         with pytest.raises(PathEscapeError, match="outside the workspace"):
             confine(root, bad)
+
+
+def test_confine_judges_a_workspace_named_through_a_symlink_by_its_real_path(tmp_path):
+    """The spelled root is tried first; a path that resolves elsewhere is judged against
+    the root's real path, as it is when the link is swapped to another directory."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "secret.txt").write_text("x")
+    named = tmp_path / "named"
+    named.symlink_to(tmp_path / "real")
+    assert confine(named, "sub/f.py") == (tmp_path / "real" / "sub" / "f.py").resolve()
+    assert confine(named, str(tmp_path / "real" / "sub")) == (tmp_path / "real" / "sub").resolve()
+    with pytest.raises(PathEscapeError, match="outside the workspace"):
+        confine(named, str(named / ".." / "other" / "secret.txt"))
+    named.unlink()
+    named.symlink_to(tmp_path / "other")
+    assert confine(named, "secret.txt") == (tmp_path / "other" / "secret.txt").resolve()
+    with pytest.raises(PathEscapeError, match="outside the workspace"):
+        confine(named, str(tmp_path / "real" / "sub"))
+
+
+def test_relative_to_workspace_names_resolved_paths_below_either_spelling(tmp_path):
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    named = tmp_path / "named"
+    named.symlink_to(tmp_path / "real")
+    inside = (tmp_path / "real" / "sub" / "f.py").resolve()
+    assert relative_to_workspace(named, inside) == "sub/f.py"
+    assert relative_to_workspace((tmp_path / "real").resolve(), inside) == "sub/f.py"
+    assert relative_to_workspace(named, (tmp_path / "real").resolve()) == "."
+    assert relative_to_workspace(named, tmp_path / "x") == (tmp_path / "x").as_posix()
 
 
 @pytest.mark.parametrize(
