@@ -104,6 +104,21 @@ def test_unquoted_words_are_refused_with_the_quoted_form(capsys):
     assert 'codewhale "fix the bug"' in capsys.readouterr().err
 
 
+def in_terminal(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    """`codewhale ARGS` on a new pseudo-terminal; returns it and the terminal's other end."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhale", *args],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+        close_fds=True,
+    )
+    os.close(terminal)
+    return process, controller
+
+
 def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
     seen = b""
     deadline = time.monotonic() + timeout
@@ -125,16 +140,7 @@ def test_in_a_terminal_the_prompt_is_the_first_turn_and_ctrl_c_twice_quits(llm, 
         CODEWHALE_BASE_URL=llm.base_url,
         TERM="xterm-256color",
     )
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "codewhale", "-C", str(tmp_path), "ping"],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
-        close_fds=True,
-    )
-    os.close(terminal)
+    process, controller = in_terminal(["-C", str(tmp_path), "ping"], env)
     try:
         screen = _read_until(controller, b"pong-from-loopback", timeout=120)
         assert b"pong-from-loopback" in screen, screen[-800:]
@@ -157,16 +163,7 @@ def test_in_a_terminal_a_broken_config_is_refused_before_the_app_appears(keyed, 
     config = home / "config" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[network]\nmax_retries = 'many'\n")
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "codewhale", "-C", str(tmp_path)],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env={**keyed, "TERM": "xterm-256color"},
-        close_fds=True,
-    )
-    os.close(terminal)
+    process, controller = in_terminal(["-C", str(tmp_path)], {**keyed, "TERM": "xterm-256color"})
     try:
         assert process.wait(timeout=60) == 2
         screen = _read_until(controller, b"\n", timeout=5)
@@ -193,16 +190,7 @@ def test_continue_with_nothing_to_continue_starts_a_session_and_names_it_on_exit
         CODEWHALE_BASE_URL=llm.base_url,
         TERM="xterm-256color",
     )
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "codewhale", "-C", str(tmp_path), "--continue", "ping"],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
-        close_fds=True,
-    )
-    os.close(terminal)
+    process, controller = in_terminal(["-C", str(tmp_path), "--continue", "ping"], env)
     try:
         screen = _read_until(controller, b"pong-from-loopback", timeout=120)
         assert b"pong-from-loopback" in screen, screen[-800:]
