@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
+from codewhale.approval_answers import ALWAYS, Answer, approvals
 from codewhale.config import ConfigError
 from codewhale.output_streams import holds_any_character
 from codewhale.permissions import Mode
@@ -110,31 +111,45 @@ QUESTION_DIFF_LINES = 80
 
 
 def approval_question(request: events.ApprovalRequested) -> str:
-    """The call, then the rule "always" would store, then the choice."""
+    """The call, then (for a call "always" may allow) the rule it would store, then the
+    answers that fit it: the app's dialog offers the same (codewhale/approval_answers.py)."""
     # The summary comes from the model: no escape sequences reach the terminal.
-    rule = clean_text(request.scope) or f"every {clean_text(request.tool)} call"
     # A file change shows the diff it would make, as the app's dialog does.
     diff = clean_text(request.preview).splitlines() if request.file_change else []
     if len(diff) > QUESTION_DIFF_LINES:
         diff = [*diff[:QUESTION_DIFF_LINES], f"… {len(diff) - QUESTION_DIFF_LINES} more lines"]
+    offered = terminal_answers(request)
+    rule = clean_text(request.scope) or f"every {clean_text(request.tool)} call"
+    lasting = (
+        f"[a]lways allows, for this session: {rule}; [p] keeps that rule in this project\n"
+        if ALWAYS in offered
+        else ""
+    )
+    choices = " / ".join(f"[{answer.key}] {answer.label.lower()}" for answer in offered)
     return (
         f"\n{clean_text(request.requester)} wants to run {request.tool}: "
         f"{clean_text(request.summary)}\n"
         + "".join(f"{line}\n" for line in diff)
-        + f"[a]lways allows, for this session: {rule}\n"
-        "Allow? [y]es / [a]lways / [N]o: "
+        + lasting
+        + f"Allow? {choices} / [N]o: "
     )
 
 
-def decision_from_answer(answer: str) -> str:
-    """Anything but yes or always denies, the end of input included."""
-    choices = {"y": "approve", "yes": "approve", "a": "approve_always", "always": "approve_always"}
-    return choices.get(answer.strip().lower(), "deny")
+def terminal_answers(request: events.ApprovalRequested) -> list[Answer]:
+    return approvals(request.file_change, bool(request.files))
+
+
+def decision_from_answer(answer: str, request: events.ApprovalRequested) -> str:
+    """The decision a typed key (or the word "yes") gives; anything else denies, an answer
+    that does not fit this request and the end of input included."""
+    typed = answer.strip().lower()
+    typed = {"yes": "y", "always": "a"}.get(typed, typed)
+    return next((a.decision for a in terminal_answers(request) if a.key == typed), "deny")
 
 
 async def ask_approval(terminal: Terminal, request: events.ApprovalRequested) -> str:
     answer = await in_daemon_thread(lambda: terminal.ask(approval_question(request)))
-    return decision_from_answer(answer)
+    return decision_from_answer(answer, request)
 
 
 class ApprovalPolicy:

@@ -12,6 +12,7 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from codewhale.approval_answers import Answer, approvals
 from codewhale.sanitize import clean_text
 from codewhale.tui.armed import ArmedKeys
 from codewhale.tui.diff_view import diff_counts, highlighted_diff, looks_like_diff
@@ -21,17 +22,11 @@ if TYPE_CHECKING:
 
     from codewhale.runtime import events
 
-# The answers a dialog may offer: (decision, button label, key). Which it offers depends
-# on the request (ApprovalScreen.offers).
-APPROVE = ("approve", "Approve once", "y")
-ALWAYS = ("approve_always", "Always this session", "a")
-# The same rule, kept in the project's .claude/settings.local.json (codewhale.rules).
-PROJECT = ("approve_project", "Always in this project", "p")
-THIS_FILE = ("approve_file", "This file", "f")
-ACCEPT_EDITS = ("accept_edits", "Accept edits", "e")
-BATCH = ("approve_batch", "Approve all {n}", "b")
-DENY = ("deny", "Deny", "n")
-DENY_SAYING = ("deny_message", "Deny and say why", "m")
+# Beside the approving answers that fit the request (codewhale/approval_answers.py), the
+# dialog offers these: (decision, button label, key). ApprovalScreen.offers says which.
+BATCH = Answer("approve_batch", "Approve all {n}", "b")
+DENY = Answer("deny", "Deny", "n")
+DENY_SAYING = Answer("deny_message", "Deny and say why", "m")
 VARIANTS: dict[str, ButtonVariant] = {"approve": "success", "deny": "error"}
 
 
@@ -82,27 +77,21 @@ class ApprovalScreen(ArmedKeys, ModalScreen[str]):
         self.message = ""  # what the user typed for the model with a denial
         self.arm()
 
-    def answers(self) -> list[tuple[str, str, str]]:
+    def answers(self) -> list[Answer]:
         """The answers that fit this request: edit answers for a file change, "always" for
         other calls; the batch answer (shown only while others wait) before the denials."""
         request = self.request
-        answers = [APPROVE]
-        if request.file_change:
-            answers += [THIS_FILE] if request.files else []
-            answers.append(ACCEPT_EDITS)
-        else:
-            answers += [ALWAYS, PROJECT]
-        return [*answers, BATCH, DENY, DENY_SAYING]
+        return [*approvals(request.file_change, bool(request.files)), BATCH, DENY, DENY_SAYING]
 
-    def offers(self) -> list[tuple[str, str, str]]:
+    def offers(self) -> list[Answer]:
         """The answers offered now, the batch one labelled with how many it approves."""
         offered = []
-        for decision, label, key in self.answers():
-            if decision == BATCH[0]:
+        for answer in self.answers():
+            if answer is BATCH:
                 if not self.queued:
                     continue
-                label = label.format(n=self.queued + 1)
-            offered.append((decision, label, key))
+                answer = answer._replace(label=answer.label.format(n=self.queued + 1))
+            offered.append(answer)
         return offered
 
     def set_queued(self, queued: int) -> None:

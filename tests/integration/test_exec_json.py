@@ -321,6 +321,41 @@ def test_the_question_shows_the_rule_always_would_store(llm, exec_command, exec_
     assert not (Path(lines[0]["workspace"]) / "pwned").exists()
 
 
+def test_accept_edits_at_the_terminal_lets_the_later_edits_run_unasked(
+    llm, exec_command, exec_env, workspace
+):
+    """The edit answers the app's dialog offers are offered at the terminal too."""
+    (workspace / "a.txt").write_text("alpha\n")
+    (workspace / "b.txt").write_text("beta\n")
+    llm.enqueue(
+        Reply(tool_calls=[ToolCallSpec("edit_file", edit("a.txt", "alpha", "ALPHA"))]),
+        Reply(tool_calls=[ToolCallSpec("edit_file", edit("b.txt", "beta", "BETA"))]),
+        Reply(text="both edited"),
+    )
+    process, controller = start_on_a_terminal(
+        [*exec_command, "--approve", "ask", "--json", "edit both"], exec_env
+    )
+    try:
+        question = read_until(controller, b"[N]o: ", within=120).decode()
+        os.write(controller, b"e\n")
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert process.returncode == 0, err
+    assert "[y] approve once / [f] this file / [e] accept edits / [N]o" in question
+    assert "[a]lways" not in question  # no lasting rule for a file change
+    decisions = [e["decision"] for e in records(out) if e["type"] == "approval_resolved"]
+    assert decisions == ["accept_edits"]  # the second edit was not asked about
+    assert (workspace / "a.txt").read_text() == "ALPHA\n"
+    assert (workspace / "b.txt").read_text() == "BETA\n"
+
+
+def edit(path: str, old: str, new: str) -> dict[str, str]:
+    return {"path": path, "old_string": old, "new_string": new}
+
+
 def test_ctrl_c_while_the_question_waits_ends_the_run(llm, exec_command, exec_env):
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]))
     process, controller = start_on_a_terminal(

@@ -9,7 +9,7 @@ import pytest
 
 from codewhale.engine import events
 from codewhale.engine.dispatch import ToolDispatcher
-from codewhale.headless import approval_question
+from codewhale.headless import approval_question, decision_from_answer
 from codewhale.permissions import ApprovalClass, Mode, ModeSwitch, Verdict, decide
 from codewhale.providers.types import ToolCall
 from codewhale.tools.base import ToolContext, ToolResult
@@ -141,3 +141,16 @@ async def test_the_terminal_question_shows_a_file_changes_diff(workspace):
     question = approval_question(user.asked[0])
     assert question.index("edit_file: a.txt") < question.index("-alpha")
     assert question.index("+omega") < question.index("Allow?")
+
+
+async def test_the_terminal_offers_a_file_change_the_edit_answers(workspace):
+    """As the app's dialog: "this file" and "accept edits" for an edit, and a key that
+    does not fit the request denies."""
+    user = User(workspace)
+    await user.call("edit_file", path="a.txt", old_string="alpha", new_string="omega")
+    [request] = user.asked
+    assert "Allow? [y] approve once / [f] this file / [e] accept edits / [N]o: " in (
+        approval_question(request)
+    )
+    answers = {typed: decision_from_answer(typed, request) for typed in ("f", "E\n", "a", "")}
+    assert answers == {"f": "approve_file", "E\n": "accept_edits", "a": "deny", "": "deny"}
