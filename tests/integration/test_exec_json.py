@@ -19,6 +19,8 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -239,11 +241,15 @@ def test_approve_ask_without_a_terminal_fails_before_any_request(llm, exec_comma
     assert llm.requests == []
 
 
-def start_on_a_terminal(command: list[str], env: dict[str, str]):
-    """Start `command` with a new pty as its controlling terminal (its /dev/tty), while
+@contextmanager
+def on_a_terminal(
+    command: list[str], env: dict[str, str]
+) -> Iterator[tuple[subprocess.Popen, int]]:
+    """Run `command` with a new pty as its controlling terminal (its /dev/tty), while
     stdin, stdout and stderr go elsewhere: a question can only come from /dev/tty.
 
-    Returns the process and the pty's controller end, which the caller closes.
+    Yields the process and the pty's controller end; on leaving, a process still running
+    is killed and the controller closed.
     """
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
@@ -258,7 +264,12 @@ def start_on_a_terminal(command: list[str], env: dict[str, str]):
         preexec_fn=lambda: fcntl.ioctl(terminal, termios.TIOCSCTTY, 0),
     )
     os.close(terminal)
-    return process, controller
+    try:
+        yield process, controller
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
 
 
 def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_command, exec_env):
@@ -266,18 +277,14 @@ def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_comman
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]),
         Reply(text="made it"),
     )
-    process, controller = start_on_a_terminal(
-        [*exec_command, "--approve", "ask", "--json", "make a file"], exec_env
-    )
-    try:
+    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "make a file"], exec_env) as (
+        process,
+        controller,
+    ):
         seen = read_until(controller, b"Allow?", within=120)
         assert b"exec_shell: touch asked.txt" in seen
         os.write(controller, b"y\n")
         out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert process.returncode == 0, err
     assert "Allow?" not in out + err
     lines = records(out)
@@ -297,19 +304,15 @@ def test_the_question_shows_the_rule_always_would_store(llm, exec_command, exec_
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": find_exec})]),
         Reply(text="done"),
     )
-    process, controller = start_on_a_terminal(
-        [*exec_command, "--approve", "ask", "--json", "look around"], exec_env
-    )
-    try:
+    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "look around"], exec_env) as (
+        process,
+        controller,
+    ):
         first = read_until(controller, b"Allow?", within=120).decode()
         os.write(controller, b"a\n")
         second = read_until(controller, b"Allow?", within=120).decode()
         os.write(controller, b"n\n")
         out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert process.returncode == 0, err
     rule = "[a]lways allows, for this session: exec_shell commands starting `find` (except"
     assert first.index(f"exec_shell: {find}") < first.index(rule) < first.index("Allow?")
@@ -332,17 +335,13 @@ def test_accept_edits_at_the_terminal_lets_the_later_edits_run_unasked(
         Reply(tool_calls=[ToolCallSpec("edit_file", edit("b.txt", "beta", "BETA"))]),
         Reply(text="both edited"),
     )
-    process, controller = start_on_a_terminal(
-        [*exec_command, "--approve", "ask", "--json", "edit both"], exec_env
-    )
-    try:
+    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "edit both"], exec_env) as (
+        process,
+        controller,
+    ):
         question = read_until(controller, b"[N]o: ", within=120).decode()
         os.write(controller, b"e\n")
         out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert process.returncode == 0, err
     assert "[y] approve once / [f] this file / [e] accept edits / [N]o" in question
     assert "[a]lways" not in question  # no lasting rule for a file change
@@ -358,19 +357,15 @@ def edit(path: str, old: str, new: str) -> dict[str, str]:
 
 def test_ctrl_c_while_the_question_waits_ends_the_run(llm, exec_command, exec_env):
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]))
-    process, controller = start_on_a_terminal(
-        [*exec_command, "--approve", "ask", "--json", "make a file"], exec_env
-    )
-    try:
+    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "make a file"], exec_env) as (
+        process,
+        controller,
+    ):
         read_until(controller, b"Allow?", within=120)
         os.write(controller, b"\x03")  # Ctrl-C, typed at the terminal that was asked
         # The unanswered question, still blocked on the terminal, does not hold up the
         # exit: held up, the run would never end (the ceiling is for that hang).
         out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert process.returncode == 130, err
     assert records(out)[-1]["status"] == "interrupted"
 
