@@ -1,106 +1,159 @@
-"""What a session file's lines may hold, as pydantic validates them on loading.
+"""What a session file's lines may hold, checked as they are loaded.
 
 A message is sent to the provider on every request of a resumed session, so only the
 shapes the engine writes pass: a record of the wrong type (`5`, `{"role": 7}`, a
 content that is a number) is skipped, never sent. Keys the engine does not write are
 dropped from what is sent (a newer version's extras) but left in the file.
+
+The shapes are checked by hand, strictly (a number is not a string, `true` is not a
+time): four message shapes and a header are a few lines of checks, where a validation
+library costs a `--continue` about 100 ms of imports and schema building before the
+first line is read (the early history is drawn from here).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
-
-# pydantic reads TypedDicts from typing_extensions on Python < 3.12.
-from typing_extensions import TypedDict
-
-# Strict: a number is not a string here, whatever pydantic would coerce elsewhere.
-STRICT = ConfigDict(strict=True)
+ROLES = ("system", "user", "assistant", "tool")
 
 
-@with_config(STRICT)
-class _Function(TypedDict):
-    name: str
-    arguments: str
+class _Invalid(Exception):
+    """A value that is not the shape asked for: `where` (dotted) and what is wrong."""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where}: {what}" if where else what)
 
 
-@with_config(STRICT)
-class _ToolCall(TypedDict):
-    id: str
-    type: Literal["function"]
-    function: _Function
+# A check takes a value and where it sits, and returns it as it may be sent (the value
+# itself when it has nothing to drop) or raises _Invalid.
+Check = Callable[[Any, str], Any]
 
 
-@with_config(STRICT)
-class _SystemMessage(TypedDict):
-    role: Literal["system"]
-    content: str
+def _text(value: Any, where: str) -> str:
+    if type(value) is not str:
+        raise _Invalid(where, "should be a string")
+    return value
 
 
-@with_config(STRICT)
-class _UserMessage(TypedDict):
-    role: Literal["user"]
-    content: str
+def _text_or_null(value: Any, where: str) -> str | None:
+    return None if value is None else _text(value, where)
 
 
-@with_config(STRICT)
-class _AssistantMessage(TypedDict):
-    role: Literal["assistant"]
-    content: str | None
-    reasoning_content: NotRequired[str]
-    tool_calls: NotRequired[list[_ToolCall]]
+def _number(value: Any, where: str) -> float:
+    if type(value) not in (int, float):
+        raise _Invalid(where, "should be a number")
+    return value  # type: ignore[no-any-return]
 
 
-@with_config(STRICT)
-class _ToolMessage(TypedDict):
-    role: Literal["tool"]
-    tool_call_id: str
-    content: str
+def _exactly(expected: str) -> Check:
+    def check(value: Any, where: str) -> str:
+        if value != expected or type(value) is not str:
+            raise _Invalid(where, f"should be {expected!r}")
+        return value
+
+    return check
 
 
-@with_config(STRICT)
-class _Header(TypedDict):
-    kind: Literal["session"]
-    id: str
-    workspace: str
-    created_at: float
-    model: str
+def _list_of(item: Check) -> Check:
+    def check(value: Any, where: str) -> list[Any]:
+        if type(value) is not list:
+            raise _Invalid(where, "should be a list")
+        items = [item(entry, f"{where}.{index}") for index, entry in enumerate(value)]
+        same = all(kept is entry for kept, entry in zip(items, value, strict=True))
+        return value if same else items
+
+    return check
 
 
-_MESSAGE = TypeAdapter(
-    Annotated[
-        _SystemMessage | _UserMessage | _AssistantMessage | _ToolMessage,
-        Field(discriminator="role"),
-    ]
+def _object(required: dict[str, Check], optional: dict[str, Check] | None = None) -> Check:
+    """A JSON object with these keys; any other key is dropped."""
+    optional = optional or {}
+    known = required.keys() | optional.keys()
+
+    def check(value: Any, where: str) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise _Invalid(where, "should be a JSON object")
+        kept: dict[str, Any] = {}
+        same = value.keys() <= known
+        for key, field in required.items():
+            if key not in value:
+                raise _Invalid(_at(where, key), "is missing")
+            kept[key] = field(value[key], _at(where, key))
+            same = same and kept[key] is value[key]
+        for key, field in optional.items():
+            if key in value:
+                kept[key] = field(value[key], _at(where, key))
+                same = same and kept[key] is value[key]
+        return value if same else kept
+
+    return check
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+_TOOL_CALL = _object(
+    {
+        "id": _text,
+        "type": _exactly("function"),
+        "function": _object({"name": _text, "arguments": _text}),
+    }
 )
-_HEADER = TypeAdapter(_Header)
+_MESSAGES: dict[str, Check] = {
+    "system": _object({"role": _text, "content": _text}),
+    "user": _object({"role": _text, "content": _text}),
+    "assistant": _object(
+        {"role": _text, "content": _text_or_null},
+        {"reasoning_content": _text, "tool_calls": _list_of(_TOOL_CALL)},
+    ),
+    "tool": _object({"role": _text, "tool_call_id": _text, "content": _text}),
+}
+_HEADER = _object(
+    {
+        "kind": _exactly("session"),
+        "id": _text,
+        "workspace": _text,
+        "created_at": _number,
+        "model": _text,
+    }
+)
+
+
+def _message(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _Invalid("", "not a JSON object")
+    role = value.get("role")
+    if role is None:
+        raise _Invalid("", "no role")
+    if type(role) is not str or role not in _MESSAGES:
+        raise _Invalid("role", f"{role!r} is not one of {', '.join(ROLES)}")
+    message: dict[str, Any] = _MESSAGES[role](value, role)
+    return message
 
 
 def valid_message(value: Any) -> dict[str, Any] | None:
     """`value` as a message fit to send (itself when it has nothing extra), or None."""
     try:
-        message = _MESSAGE.validate_python(value)
-    except ValidationError:
+        return _message(value)
+    except _Invalid:
         return None
-    # Validation keeps the strings themselves (no copy): equal unless keys were dropped.
-    return value if message == value else dict(message)
 
 
 def message_problem(value: Any) -> str:
     """Why `value` is not a message, in a few words (for the damage warning)."""
     try:
-        _MESSAGE.validate_python(value)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}" if where else str(first["msg"])
+        _message(value)
+    except _Invalid as problem:
+        return str(problem)
     return "valid"
 
 
 def valid_header(value: Any) -> bool:
     try:
-        _HEADER.validate_python(value)
-    except ValidationError:
+        _HEADER(value, "")
+    except _Invalid:
         return False
     return True

@@ -33,7 +33,7 @@ def test_wrong_typed_messages_are_skipped_with_one_warning_naming_each(tmp_path)
     (warning,) = loaded.warnings
     assert warning.count("a message of the wrong shape") == 3  # and one more, counted
     assert "line 4: a message of the wrong shape" in warning  # after the header and 2 good
-    assert "line 6: a message of the wrong shape (tool.tool_call_id: Field required)" in warning
+    assert "line 6: a message of the wrong shape (tool.tool_call_id: is missing)" in warning
     assert "and 1 more" in warning
 
 
