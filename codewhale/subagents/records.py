@@ -5,10 +5,12 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codewhale.subagents.budget import Budget
-from codewhale.subagents.worktree import Isolation, Worktree
+
+if TYPE_CHECKING:
+    from codewhale.subagents.worktree import Worktree
 
 MAX_EVENTS = 128
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
@@ -214,8 +216,10 @@ class WorkerRecord:
             data["checkpoint"] = {"saved": self.checkpoint is not None}
             data["continuable"] = self.checkpoint is not None
         if self.worktree is not None:
+            from codewhale.subagents.worktree import Isolation
+
             data["isolation"] = Isolation.WORKTREE.value
-            data["worktree"] = _worktree_view(Worktree.from_json(self.worktree))
+            data["worktree"] = _worktree_view(_worktree(self.worktree))
         data.update(extra)
         return data
 
@@ -294,6 +298,14 @@ def _total(usage: dict[str, int]) -> int:
     return usage.get("input", 0) + usage.get("output", 0)
 
 
+def _worktree(data: dict[str, Any]) -> Worktree:
+    # worktree.py runs git (and loads the sandbox for it): imported only for a record
+    # that has a worktree, so drawing a resumed conversation loads neither.
+    from codewhale.subagents.worktree import Worktree
+
+    return Worktree.from_json(data)
+
+
 def _worktree_view(tree: Worktree) -> dict[str, Any]:
     """A worktree as projections show it: where, against what, what changed, what became of it."""
     return {
@@ -310,7 +322,7 @@ def _worktree_view(tree: Worktree) -> dict[str, Any]:
 def _worktree_fields(record: WorkerRecord) -> dict[str, Any]:
     if record.worktree is None:
         return {}
-    tree = Worktree.from_json(record.worktree)
+    tree = _worktree(record.worktree)
     state = [tree.branch or tree.path]
     if tree.diff is not None:
         state.append(tree.diff.line())
