@@ -127,8 +127,10 @@ def confine(workspace: Path, raw: str | os.PathLike[str]) -> Path:
 
 
 def _resolved(root: Path, text: str) -> Path:
-    candidate = Path(text).expanduser()
-    return (candidate if candidate.is_absolute() else root / candidate).resolve()
+    # On strings: Path.resolve() builds a Path per step and stats the result once more (to
+    # raise RuntimeError on a symlink loop, which here is left to fail as the open does).
+    candidate = os.path.expanduser(text)
+    return Path(os.path.realpath(os.path.join(root, candidate)))
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -44,6 +44,17 @@ MAX_CHANGE_PREVIEW_CHARS = 100_000
 _request_ids = itertools.count(1)
 
 
+def _decoded(arguments: str) -> Any:
+    """A call's arguments decoded once (the summary and the run both read them); no text
+    is an empty object, text that is not JSON its ValueError (the run reports it)."""
+    if not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError as error:
+        return error
+
+
 @dataclass
 class Outcome:
     call: ToolCall
@@ -97,16 +108,17 @@ class ToolDispatcher:
 
     async def _run_one(self, call: ToolCall) -> Outcome:
         started = time.monotonic()
+        arguments = _decoded(call.arguments)
         self.emit(
             events.ToolCallStarted(
                 call_id=call.id,
                 name=call.name,
                 arguments=call.arguments,
-                summary=self._summary(call),
+                summary=self._summary(call, arguments),
             )
         )
         try:
-            result = await self._execute(call)
+            result = await self._execute(call, arguments)
         except ToolError as error:
             result = ToolResult(f"Error: {error}", ok=False)
         except asyncio.CancelledError:
@@ -140,22 +152,18 @@ class ToolDispatcher:
             )
         )
 
-    def _summary(self, call: ToolCall) -> str:
-        try:
-            arguments = json.loads(call.arguments or "{}")
-            tool = self.tools.get(call.name)
-        except (ValueError, ToolError):
+    def _summary(self, call: ToolCall, arguments: Any) -> str:
+        if not isinstance(arguments, dict) or call.name not in self.tools:
             return ""
-        return clean_text(tool.summary(arguments)) if isinstance(arguments, dict) else ""
+        return clean_text(self.tools.get(call.name).summary(arguments))
 
-    async def _execute(self, call: ToolCall) -> ToolResult:
+    async def _execute(self, call: ToolCall, arguments: Any) -> ToolResult:
         tool = self.tools.get(call.name)
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError as error:
+        if isinstance(arguments, ValueError):
             raise ToolError(
-                f"the arguments are not valid JSON ({error}); resend the call with a JSON object"
-            ) from None
+                f"the arguments are not valid JSON ({arguments}); resend the call with a JSON "
+                "object"
+            )
         check_arguments(tool.parameters, arguments)
         # Authority first: a call this conversation may not make is refused without
         # asking the user (approving it could not make it allowed).

@@ -28,6 +28,7 @@ from codewhale.permissions import (
 from codewhale.providers.types import ToolCall
 from codewhale.sanitize import clean_text
 from codewhale.tools.base import ToolContext, ToolError
+from codewhale.tools.files import ReadFile
 from codewhale.tools.registry import ToolRegistry
 from codewhale.tools.shell import ExecShell
 from codewhale.tools.web import FetchUrl, html_to_text
@@ -173,6 +174,19 @@ def test_confine_refuses_escapes(tmp_path):
     for bad in ("../outside.txt", str(tmp_path / "outside.txt"), "out_link", "sub/../../x"):
         with pytest.raises(PathEscapeError, match="outside the workspace"):
             confine(root, bad)
+
+
+async def test_confine_leaves_a_symlink_loop_to_the_open_which_names_it(tmp_path):
+    """Not a crash of the tool (pathlib's resolve raises RuntimeError on a loop): the
+    path stays inside, and opening it is refused with a reason the model can read."""
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    assert confine(tmp_path, "loop").parent == tmp_path.resolve()
+    context = ToolContext(workspace=tmp_path, session_id="s")
+    for name in ("loop", "a", "loop/x"):
+        with pytest.raises(ToolError, match="symbolic link|symlink"):
+            await ReadFile().run({"path": name}, context)
 
 
 def test_confine_judges_a_workspace_named_through_a_symlink_by_its_real_path(tmp_path):
