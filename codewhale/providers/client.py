@@ -584,10 +584,18 @@ class ChatClient:
         # An async generator; closed here, not by the garbage collector's hook.
         chunks = body_parts(response)
         saw_data = done = False
+        # Whether the next wait needs a limit of its own. The transport already ends any
+        # wait for bytes after `idle`; only bytes that do not count here (a keep-alive
+        # comment, the drain after [DONE]) leave an earlier deadline than its own to keep.
+        # One scope for every chunk costs a timer and a task lookup each.
+        limited = False
         try:
             while True:
                 try:
-                    async with asyncio.timeout_at(deadline):
+                    if limited:
+                        async with asyncio.timeout_at(deadline):
+                            chunk = await anext(chunks)
+                    else:
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
@@ -612,6 +620,9 @@ class ChatClient:
                     # break closes the connection, and reconnecting for every request
                     # costs more CPU than the request when many children stream at once.
                     deadline = loop.time() + (DRAIN_TIMEOUT_SECS if done else idle)
+                    limited = done
+                else:
+                    limited = True
         finally:
             await chunks.aclose()
         if not saw_data:
