@@ -14,8 +14,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from codewhale.providers.types import Usage
+if TYPE_CHECKING:  # the status line prices before the first frame; the engine loads these
+    from codewhale.providers.types import Usage
 
 PER_MILLION = 1_000_000
 

@@ -9,6 +9,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.content import Content
@@ -19,9 +20,11 @@ from textual.widgets import Static
 
 from codewhale.permissions import Mode
 from codewhale.providers.pricing import format_cost
-from codewhale.providers.types import Usage
 from codewhale.sanitize import clean_text
 from codewhale.tui.waiting import waiting_text
+
+if TYPE_CHECKING:  # the dataclasses load with the engine, after the first frame
+    from codewhale.providers.types import Usage
 
 MODE_STYLES = {Mode.PLAN: "bold green", Mode.AGENT: "bold cyan", Mode.YOLO: "bold red"}
 SEVERITY_STYLES = {"information": "bold cyan", "warning": "bold yellow", "error": "bold red"}
