@@ -88,7 +88,18 @@ def lstat(path: Path, label: str) -> os.stat_result:
 def open_regular(
     path: Path, label: str, verb: str = "read", *, workspace: Path, single_link: bool = True
 ) -> BufferedReader:
-    """Open a file `check_regular` accepts for reading, never blocking on a FIFO.
+    """Open a file `check_regular` accepts for reading, never blocking on a FIFO (see
+    open_regular_descriptor)."""
+    descriptor, _ = open_regular_descriptor(
+        path, label, verb, workspace=workspace, single_link=single_link
+    )
+    return os.fdopen(descriptor, "rb")
+
+
+def open_regular_descriptor(
+    path: Path, label: str, verb: str = "read", *, workspace: Path, single_link: bool = True
+) -> tuple[int, os.stat_result]:
+    """A descriptor of a file `check_regular` accepts, opened for reading, and its status.
 
     The file is reached through the workspace opener, so no symlink swapped into its path
     can redirect the read. lstat comes first so a device is never opened; the open itself
@@ -99,16 +110,15 @@ def open_regular(
         before = lstat_in(directory, name, label)
         check_regular(before, label, verb, single_link=single_link)
         descriptor = open_in(directory, name, os.O_RDONLY | os.O_NONBLOCK, label, verb)
-    stream = os.fdopen(descriptor, "rb")
     try:
         after = os.fstat(descriptor)
         if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
             raise ToolError(f"{label} was replaced while being opened; try again")
         check_regular(after, label, verb, single_link=single_link)
     except ToolError:
-        stream.close()
+        os.close(descriptor)
         raise
-    return stream
+    return descriptor, after
 
 
 def is_binary(sample: bytes) -> bool:
@@ -244,14 +254,16 @@ def _without_ending(line: str) -> str:
 
 
 def read_range(
-    stream: BufferedReader, size: int, label: str, start: int, end: int | None, whole: bool
+    descriptor: int, size: int, label: str, start: int, end: int | None, whole: bool
 ) -> str:
-    """Lines `start`..`end` of the open file `stream` (closed here), `size` bytes long, with
-    numbers; nothing past the range is kept.
+    """Lines `start`..`end` of the file open as `descriptor` (closed here), `size` bytes
+    long, with numbers; nothing past the range is kept.
 
     `whole` says no start line was given, which a large file does not allow.
     """
-    with stream:
+    # Read from the descriptor itself: a buffered stream around it costs three system
+    # calls (fstat, isatty, lseek) and a second read before the first byte.
+    with os.fdopen(descriptor, "rb", buffering=0, closefd=True) as raw:
         if whole and size > LARGE_FILE_BYTES:
             raise ToolError(
                 f"{label} is {size} bytes; read it in ranges with start_line/end_line, "
@@ -262,13 +274,27 @@ def read_range(
         # holds is asked for, so a short read is its end (a fixed MAX_READ_BYTES + 1
         # would allocate a buffer that costs more than reading a small file).
         wanted = min(size, MAX_READ_BYTES) + 1
-        head = stream.read(wanted)
+        head = _read_up_to(descriptor, wanted, size)
         if len(head) < wanted:
             encoding, lines = _lines_in(head, label, size)
             return _numbered(lines, label, start, end, size, encoding)
-        stream.seek(0)
-        encoding, lines = _lines_streamed(stream, label, size)
+        raw.seek(0)
+        encoding, lines = _lines_streamed(BufferedReader(raw), label, size)
         return _numbered(lines, label, start, end, size, encoding)
+
+
+def _read_up_to(descriptor: int, wanted: int, size: int) -> bytes:
+    """At most `wanted` bytes from the start of the file, all it has if fewer. A read that
+    returns the `size` fstat gave, and asked for more, is at the end: no second read."""
+    data = os.read(descriptor, wanted)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < wanted and (more := os.read(descriptor, wanted - got)):
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def _lines_in(data: bytes, label: str, size: int) -> tuple[TextEncoding, Iterator[str]]:
@@ -368,9 +394,9 @@ class ReadFile(Tool):
             raise ToolError(f"end_line {end} is before start_line {start}")
         whole = "start_line" not in arguments
         # Opened here, once: a FIFO or device is refused before any open, and none blocks.
-        stream = open_regular(path, label, workspace=context.workspace)
-        size = os.fstat(stream.fileno()).st_size
-        read = (stream, size, label, start, end, whole)
+        descriptor, status = open_regular_descriptor(path, label, workspace=context.workspace)
+        size = status.st_size
+        read = (descriptor, size, label, start, end, whole)
         if size <= INLINE_READ_BYTES:
             # A hop to a worker thread costs more than reading a few KB (≈0.25 ms a step).
             return ToolResult(read_range(*read))
