@@ -185,7 +185,7 @@ async def test_confine_leaves_a_symlink_loop_to_the_open_which_names_it(tmp_path
     assert confine(tmp_path, "loop").parent == tmp_path.resolve()
     context = ToolContext(workspace=tmp_path, session_id="s")
     for name in ("loop", "a", "loop/x"):
-        with pytest.raises(ToolError, match="symbolic link|symlink"):
+        with pytest.raises(ToolError, match=r"symbolic link|symlink"):
             await ReadFile().run({"path": name}, context)
 
 
