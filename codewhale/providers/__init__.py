@@ -1,4 +1,5 @@
 """OpenAI-compatible chat-completions providers.
 
-Kept import-light: the client (which needs httpx) lives in `codewhale.providers.client`.
+Kept import-light: the client (its HTTP transport and stream parsing) lives in
+`codewhale.providers.client`.
 """

@@ -17,8 +17,6 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from contextlib import aclosing
 from typing import Any, Protocol, TypeVar
 
-import httpx
-
 from codewhale import __version__
 from codewhale.providers.endpoint import check_endpoint
 from codewhale.providers.errors import (
@@ -31,13 +29,22 @@ from codewhale.providers.errors import (
     RequestTimeoutError,
     StreamInterruptedError,
 )
+from codewhale.providers.http_types import (
+    ConnectTimeout,
+    PoolTimeout,
+    ReadTimeout,
+    Response,
+    TransportError,
+    TransportTimeout,
+    WriteTimeout,
+)
 from codewhale.providers.key_help import missing_key_help
 from codewhale.providers.presets import preset_for
 from codewhale.providers.retry import RetryBudget, Retrying
 from codewhale.providers.settings import ProviderSettings
 from codewhale.providers.status import error_for_status
 from codewhale.providers.stream import SSEDecoder, StreamAssembler, completion_from_message
-from codewhale.providers.transport import Transport, body_parts
+from codewhale.providers.transport import Transport
 from codewhale.providers.types import (
     Completion,
     StreamEvent,
@@ -556,13 +563,13 @@ class ChatClient:
                 async with aclosing(self._read_events(response, idle)) as events:
                     async for event in events:
                         yield event
-        except httpx.TimeoutException as error:
+        except TransportTimeout as error:
             raise self._timeout_error(error, response, idle) from None
-        except httpx.TransportError as error:
+        except TransportError as error:
             raise self._transport_error(error, response) from None
 
     async def _read_events(
-        self, response: httpx.Response, idle_limit: _IdleLimit
+        self, response: Response, idle_limit: _IdleLimit
     ) -> AsyncGenerator[StreamEvent, None]:
         """Decode SSE events, enforcing the idle timeout between events.
 
@@ -582,7 +589,7 @@ class ChatClient:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + idle
         # An async generator; closed here, not by the garbage collector's hook.
-        chunks = body_parts(response)
+        chunks = response.iter_bytes()
         saw_data = done = False
         # Whether the next wait needs a limit of its own. The transport already ends any
         # wait for bytes after `idle`; only bytes that do not count here (a keep-alive
@@ -599,7 +606,7 @@ class ChatClient:
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
-                except (TimeoutError, httpx.ReadTimeout):
+                except (TimeoutError, ReadTimeout):
                     # Ours between events, or the transport's between bytes: one limit.
                     if done:
                         break
@@ -645,9 +652,9 @@ class ChatClient:
         try:
             async with self._transport.post(url, body, headers, read_timeout=idle.secs) as response:
                 await response.aread()
-        except httpx.TimeoutException as error:
+        except TransportTimeout as error:
             raise self._timeout_error(error, response, idle) from None
-        except httpx.TransportError as error:
+        except TransportError as error:
             raise self._transport_error(error, response) from None
         if response.status_code != 200:
             raise error_for_status(response, self.settings)
@@ -656,12 +663,12 @@ class ChatClient:
         return completion_from_message(_json(response.content))
 
     def _timeout_error(
-        self, error: httpx.TimeoutException, response: httpx.Response | None, idle: _IdleLimit
+        self, error: TransportTimeout, response: Response | None, idle: _IdleLimit
     ) -> ProviderError:
         """`response` is None until its head arrived."""
-        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
+        if isinstance(error, ConnectTimeout | PoolTimeout):
             return ProviderConnectionError(f"Timed out connecting to {self._where()}.")
-        if isinstance(error, httpx.WriteTimeout):
+        if isinstance(error, WriteTimeout):
             return ProviderConnectionError(
                 f"Timed out sending the request to {self._where()} ({error})."
             )
@@ -678,9 +685,7 @@ class ChatClient:
             "the request was abandoned."
         )
 
-    def _transport_error(
-        self, error: httpx.TransportError, response: httpx.Response | None
-    ) -> ProviderError:
+    def _transport_error(self, error: TransportError, response: Response | None) -> ProviderError:
         """`response` is None until its head arrived."""
         reason = str(error) or type(error).__name__
         if response is not None:
@@ -719,7 +724,7 @@ def _only_comments(chunk: bytes) -> bool:
     return chunk.lstrip(b"\r\n").startswith(b":")
 
 
-def _is_json(response: httpx.Response) -> bool:
+def _is_json(response: Response) -> bool:
     return "json" in response.headers.get("content-type", "")
 
 

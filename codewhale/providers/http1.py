@@ -7,7 +7,8 @@ httpcore (kept in transport.py for proxies) the same request cost three times as
 CPU: a new httpx.Request, anyio locks and cancel scopes, h11 validating every header,
 a coroutine per read.
 
-Errors are httpx's exceptions, so the client catches one family whichever path it took.
+Errors are http_types' exceptions, as on the proxied path: the client catches one family
+whichever path a request took.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ import ssl
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import httpx
+from codewhale.providers.http_types import (
+    ConnectError,
+    ConnectTimeout,
+    ReadError,
+    ReadTimeout,
+    RemoteProtocolError,
+    WriteTimeout,
+)
 
 # A response head longer than this is not from a chat API.
 MAX_HEAD_BYTES = 64 * 1024
@@ -132,7 +140,7 @@ class _Connection(asyncio.Protocol):
                 async with asyncio.timeout(WRITE_TIMEOUT_SECS):
                     await self._writable
             except TimeoutError:
-                raise httpx.WriteTimeout(f"could not send for {WRITE_TIMEOUT_SECS:g} s") from None
+                raise WriteTimeout(f"could not send for {WRITE_TIMEOUT_SECS:g} s") from None
 
     async def _more(self, timeout: float | None) -> None:
         """Wait until more bytes arrive (or the connection ends), at most `timeout` s."""
@@ -162,7 +170,7 @@ class _Connection(asyncio.Protocol):
         if loop.time() < self._deadline:
             self._watchdog = loop.call_at(self._deadline, self._check_deadline)
         else:
-            waiter.set_exception(httpx.ReadTimeout(f"no data for {self._timeout:g} s"))
+            waiter.set_exception(ReadTimeout(f"no data for {self._timeout:g} s"))
 
     async def read_head(self, timeout: float | None) -> tuple[bytes, int, bytes, Headers]:
         """The final response's version, status, reason and headers (1xx ones skipped)."""
@@ -175,9 +183,9 @@ class _Connection(asyncio.Protocol):
         buffer = self._buffer
         while (end := buffer.find(b"\r\n\r\n")) < 0:
             if len(buffer) > MAX_HEAD_BYTES:
-                raise httpx.RemoteProtocolError("the response head is too long")
+                raise RemoteProtocolError("the response head is too long")
             if self._ended:
-                raise httpx.RemoteProtocolError(
+                raise RemoteProtocolError(
                     f"the server sent no response ({self._reason})"
                     if not buffer
                     else f"the response head was cut short ({self._reason})"
@@ -204,8 +212,8 @@ class _Connection(asyncio.Protocol):
                     if remaining is None and not self._failed:
                         return  # the server closed the connection: the body's end
                     if remaining is None:
-                        raise httpx.ReadError(f"the response was cut short ({self._reason})")
-                    raise httpx.RemoteProtocolError(
+                        raise ReadError(f"the response was cut short ({self._reason})")
+                    raise RemoteProtocolError(
                         f"the response ended {remaining} bytes early ({self._reason})"
                     )
                 await self._more(timeout)
@@ -241,7 +249,7 @@ class _Connection(asyncio.Protocol):
                 if len(buffer) < start + size + 2:
                     break
                 if buffer[start + size : start + size + 2] != b"\r\n":
-                    raise httpx.RemoteProtocolError("a chunk of the response is malformed")
+                    raise RemoteProtocolError("a chunk of the response is malformed")
                 parts.append(bytes(buffer[start : start + size]))
                 del buffer[: start + size + 2]
             if parts:
@@ -249,9 +257,9 @@ class _Connection(asyncio.Protocol):
             if finished:
                 return
             if len(buffer) > MAX_HEAD_BYTES and buffer.find(b"\r\n") < 0:
-                raise httpx.RemoteProtocolError("a chunk size line is too long")
+                raise RemoteProtocolError("a chunk size line is too long")
             if self._ended:
-                raise httpx.RemoteProtocolError(
+                raise RemoteProtocolError(
                     f"the response ended before its last chunk ({self._reason})"
                 )
             await self._more(timeout)
@@ -273,7 +281,7 @@ def _chunk_size(line: bytes | bytearray) -> int:
     except ValueError:
         size = -1
     if size < 0 or not digits:
-        raise httpx.RemoteProtocolError(f"a chunk size line is malformed: {bytes(line[:40])!r}")
+        raise RemoteProtocolError(f"a chunk size line is malformed: {bytes(line[:40])!r}")
     return size
 
 
@@ -281,7 +289,7 @@ def _parse_head(block: bytes) -> tuple[bytes, int, bytes, Headers]:
     lines = block.split(b"\r\n")
     parts = lines[0].split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise httpx.RemoteProtocolError(f"not an HTTP/1.1 response: {lines[0][:80]!r}")
+        raise RemoteProtocolError(f"not an HTTP/1.1 response: {lines[0][:80]!r}")
     headers: Headers = []
     for line in lines[1:]:
         if line[:1] in (b" ", b"\t") and headers:
@@ -292,7 +300,7 @@ def _parse_head(block: bytes) -> tuple[bytes, int, bytes, Headers]:
             continue
         name, colon, value = line.partition(b":")
         if not colon or not name or name != name.strip():
-            raise httpx.RemoteProtocolError(f"a response header is malformed: {line[:80]!r}")
+            raise RemoteProtocolError(f"a response header is malformed: {line[:80]!r}")
         headers.append((name, value.strip()))
     reason = parts[2] if len(parts) > 2 else b""
     return parts[0], int(parts[1]), reason, headers
@@ -311,7 +319,7 @@ def _framing(version: bytes, status: int, headers: Headers) -> tuple[int | None,
             keep_alive = keep_alive and chunked  # another coding: read to the end
         elif lowered == b"content-length":
             if not value.isdigit() or (length is not None and int(value) != length):
-                raise httpx.RemoteProtocolError(f"a Content-Length is invalid: {value[:40]!r}")
+                raise RemoteProtocolError(f"a Content-Length is invalid: {value[:40]!r}")
             length = int(value)
         elif lowered == b"connection" and b"close" in value.lower():
             keep_alive = False
@@ -324,9 +332,9 @@ def _framing(version: bytes, status: int, headers: Headers) -> tuple[int | None,
     return length, False, keep_alive
 
 
-class Response(httpx.AsyncByteStream):
-    """A response's head, and its body as httpx.Response's stream: read once, to the end
-    or until closed."""
+class Response:
+    """A response's head, and its body (an http_types.Body): read once, to the end or until
+    closed."""
 
     def __init__(
         self,
@@ -436,11 +444,9 @@ class ConnectionPool:
                     server_hostname=self.host if self._ssl is not None else None,
                 )
         except TimeoutError:
-            raise httpx.ConnectTimeout(
-                f"no connection within {self._connect_timeout:g} s"
-            ) from None
+            raise ConnectTimeout(f"no connection within {self._connect_timeout:g} s") from None
         except OSError as error:  # ssl.SSLError included
-            raise httpx.ConnectError(str(error) or type(error).__name__) from error
+            raise ConnectError(str(error) or type(error).__name__) from error
         return connection
 
     def close(self) -> None:

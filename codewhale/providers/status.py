@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import unicodedata
 
-import httpx
-
 from codewhale.providers import errors
+from codewhale.providers.http_types import Response
 from codewhale.providers.retry import parse_retry_after
 from codewhale.providers.settings import ProviderSettings
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-def server_message(response: httpx.Response, settings: ProviderSettings) -> str:
+def server_message(response: Response, settings: ProviderSettings) -> str:
     """The error text the server sent, cleaned for display and stripped of the key."""
     text = response.text
     try:
@@ -34,7 +33,7 @@ def server_message(response: httpx.Response, settings: ProviderSettings) -> str:
     return cleaned[:300] + ("…" if len(cleaned) > 300 else "")
 
 
-def error_for_status(response: httpx.Response, settings: ProviderSettings) -> errors.ProviderError:
+def error_for_status(response: Response, settings: ProviderSettings) -> errors.ProviderError:
     """Map a non-200 response to the matching error class and message."""
     status = response.status_code
     name = settings.label
@@ -71,7 +70,7 @@ def error_for_status(response: httpx.Response, settings: ProviderSettings) -> er
         ),
         404: (
             errors.NotFoundError,
-            f"{name} answered 404 Not Found for {response.request.url}: {detail}. "
+            f"{name} answered 404 Not Found for {response.url}: {detail}. "
             f"Check base_url and that model '{settings.model}' exists.",
         ),
         422: (

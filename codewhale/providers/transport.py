@@ -6,37 +6,45 @@ late the last child's next request goes out, so the HTTP path is kept short:
   (merging defaults, the cookie jar, redirect and auth flows, event hooks).
 - Directly (the usual case), http1.py: a request head built once per endpoint, and
   the response parsed from the loop's own buffer (see there for what that saves).
-- Through a proxy, httpcore's proxy pools (CONNECT tunnels, SOCKS), on a network
-  backend that calls asyncio's streams directly: httpcore's default one wraps every
-  read and write in an anyio cancel scope and a checkpoint.
-Requests and responses are still httpx's types, and errors httpx's exceptions.
+- Through a proxy, proxied.py: httpcore's proxy pools (CONNECT tunnels, SOCKS), imported
+  only then.
+Responses are http_types.Response and errors http_types' exceptions on both paths; httpx
+is not imported (it cost ~44 ms when a session opens).
 What the AsyncClient would have read from the environment is read here: the proxy
 variables and the CA bundle (which a plain-http endpoint never loads).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
-import socket
+import os
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
-from urllib.parse import urlsplit
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlsplit
 from urllib.request import getproxies, proxy_bypass
 
-import httpcore
-import httpx
+import certifi
 
 from codewhale.providers import http1
 from codewhale.providers.endpoint import is_loopback_host
+from codewhale.providers.http_types import Response
+
+if TYPE_CHECKING:
+    from codewhale.providers.proxied import ProxiedPool
 
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """Loading the CA bundle costs ~20 ms; do it once per process, not once per client."""
-    return httpx.create_ssl_context()
+    """The CA bundle as httpx chose it: SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's.
+
+    Loading it costs ~20 ms; done once per process, not once per client.
+    """
+    if cafile := os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=cafile)
+    if capath := os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=capath)
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def proxy_for(url: str) -> str | None:
@@ -50,153 +58,46 @@ def proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-class _Stream(httpcore.AsyncNetworkStream):
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        try:
-            async with asyncio.timeout(timeout):
-                return await self._reader.read(max_bytes)
-        except TimeoutError:
-            raise httpcore.ReadTimeout(f"no data for {timeout:g} s") from None
-        except OSError as error:
-            raise httpcore.ReadError(str(error) or type(error).__name__) from error
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
-            return
-        try:
-            self._writer.write(buffer)
-            async with asyncio.timeout(timeout):
-                await self._writer.drain()
-        except TimeoutError:
-            raise httpcore.WriteTimeout(f"could not send for {timeout:g} s") from None
-        except OSError as error:
-            raise httpcore.WriteError(str(error) or type(error).__name__) from error
-
-    async def aclose(self) -> None:
-        # Not waiting for the peer: a dead endpoint must not hold up closing a session.
-        self._writer.close()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"TLS handshake took over {timeout:g} s") from None
-        except (OSError, ssl.SSLError) as error:
-            raise httpcore.ConnectError(str(error) or type(error).__name__) from error
-        return self
-
-    def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable":
-            # Asked of an idle pooled connection: input there means the server closed it.
-            # The end may be in the reader already or still in the socket (the loop has
-            # not run since it arrived).
-            if self._reader.at_eof() or self._writer.is_closing():
-                return True
-            return http1.has_pending_input(self._writer.get_extra_info("socket"))
-        names = {
-            "ssl_object": "ssl_object",
-            "client_addr": "sockname",
-            "server_addr": "peername",
-            "socket": "socket",
-        }
-        return self._writer.get_extra_info(names[info]) if info in names else None
-
-
-class _Backend(httpcore.AsyncNetworkBackend):
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, port, local_addr=(local_address, 0) if local_address else None
-                )
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"no connection within {timeout:g} s") from None
-        except OSError as error:
-            raise httpcore.ConnectError(str(error) or type(error).__name__) from error
-        sock: socket.socket = writer.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
-        return _Stream(reader, writer)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-
-@contextlib.contextmanager
-def _as_httpx_errors() -> Iterator[None]:
-    """httpcore's errors as httpx's (same names), so callers catch one family."""
-    try:
-        yield
-    except httpcore.TimeoutException as error:
-        raise getattr(httpx, type(error).__name__, httpx.TimeoutException)(str(error)) from error
-    except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError) as error:
-        raise getattr(httpx, type(error).__name__, httpx.TransportError)(str(error)) from error
-    except httpcore.UnsupportedProtocol as error:
-        raise httpx.UnsupportedProtocol(str(error)) from error
-
-
-class _Body(httpx.AsyncByteStream):
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _as_httpx_errors():
-            async for part in self._stream:
-                yield part
-
-    async def aclose(self) -> None:
-        with _as_httpx_errors():
-            await self._stream.aclose()
-
-
-def body_parts(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The response body's bytes as they arrive, to be read once and closed.
-
-    A body nothing has coded (no Content-Encoding: what a chat API sends unasked) comes
-    straight from the connection; httpx's iterators, with their decoders and chunkers,
-    cost two more generators for every piece, the body's end included.
-    """
-    stream = response.stream
-    if isinstance(stream, http1.Response) and "content-encoding" not in response.headers:
-        parts = aiter(stream)
-    else:
-        parts = response.aiter_bytes()
-    # Async generators both, which the reader closes; typed as mere iterators.
-    return cast(AsyncGenerator[bytes, None], parts)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# What a URL's path and query may hold as they are; anything else is percent-encoded
+# (as httpx did), an existing %XX escape kept.
+_PATH_SAFE = "/%!$&'()*+,;=:@-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
 
 
 class _Endpoint:
     """What every request to one URL with one set of headers shares, built once."""
 
     def __init__(self, url: str, headers: Mapping[str, str]) -> None:
-        # Parsed and normalised by httpx as before (Host added); the response refers to it
-        # for its URL. Only Content-Length differs between requests.
-        self.request = httpx.Request("POST", url, headers=headers)
-        parsed = self.request.url
-        self.origin = (parsed.scheme, parsed.host, parsed.port or _DEFAULT_PORTS[parsed.scheme])
-        self.headers = [
-            (name, value)
-            for name, value in self.request.headers.raw
-            if name.lower() not in (b"content-length", b"transfer-encoding")
+        parts = urlsplit(url)
+        scheme = parts.scheme
+        # Lower case, brackets of an IPv6 address removed, a non-ASCII name in IDNA.
+        host = (parts.hostname or "").encode("idna").decode("ascii")
+        port = parts.port or _DEFAULT_PORTS[scheme]
+        self.origin = (scheme, host, port)
+        # For a proxy: None is the scheme's own port, which an absolute URL leaves out.
+        named_port = None if port == _DEFAULT_PORTS[scheme] else port
+        self.proxy_origin = (scheme.encode(), host.encode(), named_port)
+        netloc = f"[{host}]" if ":" in host else host
+        if named_port is not None:
+            netloc += f":{named_port}"
+        target = quote(parts.path or "/", safe=_PATH_SAFE)
+        if parts.query:
+            target += "?" + quote(parts.query, safe=_QUERY_SAFE)
+        self.target = target.encode("ascii")
+        # What error messages name: the URL as sent.
+        self.url = f"{scheme}://{netloc}{target}"
+        # Host first unless the caller names one, then the caller's (ASCII, as HTTP/1.1
+        # wants); only Content-Length differs between requests.
+        fields = [
+            (name.encode("ascii"), value.encode("ascii"))
+            for name, value in headers.items()
+            if name.lower() not in ("content-length", "transfer-encoding")
         ]
-        lines = [b"POST " + parsed.raw_path + b" HTTP/1.1"]
+        if not any(name.lower() == "host" for name in headers):
+            fields.insert(0, (b"Host", netloc.encode("ascii")))
+        self.headers = fields
+        lines = [b"POST " + self.target + b" HTTP/1.1"]
         lines += [name + b": " + value for name, value in self.headers]
         self._head = b"\r\n".join(lines) + b"\r\nContent-Length: "
 
@@ -220,9 +121,9 @@ class _Posted:
         read_timeout: float | None,
     ) -> None:
         self._request = (transport, url, body, headers, read_timeout)
-        self._response: httpx.Response | None = None
+        self._response: Response | None = None
 
-    async def __aenter__(self) -> httpx.Response:
+    async def __aenter__(self) -> Response:
         transport, url, body, headers, read_timeout = self._request
         self._response = await transport._send(url, body, headers, read_timeout)
         return self._response
@@ -232,7 +133,6 @@ class _Posted:
             await self._response.aclose()
 
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Distinct (URL, headers) pairs are a handful per client; a bound all the same.
 _MAX_ENDPOINTS = 16
 
@@ -241,7 +141,7 @@ class Transport:
     """Sends POSTs to one endpoint over a pool of kept-alive connections.
 
     Directly, each origin gets its own http1.ConnectionPool; through a proxy (named by the
-    environment for the configured URL), httpcore's proxy pool carries every request.
+    environment for the configured URL), proxied.ProxiedPool carries every request.
     """
 
     def __init__(
@@ -253,24 +153,16 @@ class Transport:
         self._direct: dict[tuple[str, str, int], http1.ConnectionPool] = {}
         self._endpoints: dict[tuple[str, tuple[tuple[str, str], ...]], _Endpoint] = {}
         proxy = proxy_for(url)
-        self._proxied: httpcore.AsyncConnectionPool | None = None
+        self._proxied: ProxiedPool | None = None
         if proxy is not None:
-            options: dict[str, Any] = {
-                "ssl_context": _ssl_context() if url.startswith("https:") else None,
-                "max_connections": max_connections,
-                "max_keepalive_connections": max_connections // 2,
-                "network_backend": _Backend(),
-            }
-            if proxy.startswith("socks"):
-                self._proxied = httpcore.AsyncSOCKSProxy(proxy_url=proxy, **options)
-            else:
-                self._proxied = httpcore.AsyncHTTPProxy(proxy_url=proxy, **options)
-        self._timeout = {
-            "connect": connect_timeout,
-            "read": read_timeout,
-            "write": http1.WRITE_TIMEOUT_SECS,
-            "pool": None,
-        }
+            from codewhale.providers.proxied import ProxiedPool  # httpcore: only for a proxy
+
+            self._proxied = ProxiedPool(
+                proxy,
+                _ssl_context() if url.startswith("https:") else None,
+                connect_timeout=connect_timeout,
+                max_connections=max_connections,
+            )
 
     def post(
         self,
@@ -294,12 +186,19 @@ class Transport:
         body: Sequence[bytes],
         headers: Mapping[str, str],
         read_timeout: float | None,
-    ) -> httpx.Response:
+    ) -> Response:
         endpoint = self._endpoint(url, headers)
         read_timeout = self._read_timeout if read_timeout is None else read_timeout
         if self._proxied is None:
             return await self._post_direct(endpoint, body, read_timeout)
-        return await self._post_proxied(self._proxied, endpoint, body, read_timeout)
+        return await self._proxied.post(
+            endpoint.url,
+            endpoint.proxy_origin,
+            endpoint.target,
+            endpoint.headers,
+            body,
+            read_timeout,
+        )
 
     def _endpoint(self, url: str, headers: Mapping[str, str]) -> _Endpoint:
         key = (url, tuple(headers.items()))
@@ -312,7 +211,7 @@ class Transport:
 
     async def _post_direct(
         self, endpoint: _Endpoint, body: Sequence[bytes], read_timeout: float
-    ) -> httpx.Response:
+    ) -> Response:
         pool = self._direct.get(endpoint.origin)
         if pool is None:
             scheme, host, port = endpoint.origin
@@ -325,42 +224,7 @@ class Transport:
                 max_connections=self._max_connections,
             )
         answer = await pool.request(endpoint.head_for(sum(map(len, body))), body, read_timeout)
-        return httpx.Response(
-            answer.status,
-            headers=answer.headers,
-            stream=answer,
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason},
-            request=endpoint.request,
-        )
-
-    async def _post_proxied(
-        self,
-        pool: httpcore.AsyncConnectionPool,
-        endpoint: _Endpoint,
-        body: Sequence[bytes],
-        read_timeout: float,
-    ) -> httpx.Response:
-        url = endpoint.request.url
-        payload = b"".join(body)
-        with _as_httpx_errors():
-            answer = await pool.handle_async_request(
-                httpcore.Request(
-                    "POST",
-                    httpcore.URL(
-                        scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-                    ),
-                    headers=[*endpoint.headers, (b"Content-Length", str(len(payload)).encode())],
-                    content=payload,
-                    extensions={"timeout": {**self._timeout, "read": read_timeout}},
-                )
-            )
-        return httpx.Response(
-            answer.status,
-            headers=answer.headers,
-            stream=_Body(answer.stream),
-            extensions=answer.extensions,
-            request=endpoint.request,
-        )
+        return Response(answer.status, answer.reason, answer.headers, answer, endpoint.url)
 
     async def aclose(self) -> None:
         for pool in self._direct.values():

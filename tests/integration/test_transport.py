@@ -7,11 +7,10 @@ import gzip
 import json
 import ssl
 
-import httpx
 import pytest
 import trustme
 
-from codewhale.providers import errors, transport
+from codewhale.providers import errors, http_types, transport
 from codewhale.providers.client import ChatClient, encode_body
 from tests.support.llm_server import LoopbackLLM, Reply
 from tests.support.settings import loopback_settings
@@ -239,9 +238,9 @@ async def test_a_request_whose_first_part_is_long_arrives_whole_too():
     assert server.requests[0][1] == b"".join(parts)
 
 
-async def test_body_parts_decode_a_content_coded_body_and_pass_an_uncoded_one_through():
+async def test_the_body_decodes_a_content_coded_body_and_passes_an_uncoded_one_through():
     """Read straight from the connection, an uncoded stream is the same bytes, and the
-    connection is kept; a gzip-coded one still goes through httpx's decoder."""
+    connection is kept; a gzip-coded one is decoded."""
     plain = sse({"a": 1}, {"b": 2})
     coded = head(Transfer_Encoding="chunked", Content_Encoding="gzip")
     answers = (
@@ -252,7 +251,7 @@ async def test_body_parts_decode_a_content_coded_body_and_pass_an_uncoded_one_th
         sender = make_transport(server.url)
         for _ in answers:
             async with sender.post(server.url, [b"{}"], {}) as response:
-                received = b"".join([part async for part in transport.body_parts(response)])
+                received = b"".join([part async for part in response.iter_bytes()])
             assert received == plain
         await sender.aclose()
     assert server.connections == 1
@@ -275,10 +274,10 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("broken", BROKEN)
-async def test_a_broken_response_is_an_httpx_transport_error(broken):
+async def test_a_broken_response_is_a_transport_error(broken):
     async with RawServer(BROKEN[broken]) as server:
         sender = make_transport(server.url)
-        with pytest.raises(httpx.TransportError):
+        with pytest.raises(http_types.TransportError):
             await post(sender, server.url, b"{}")
         await sender.aclose()
 
@@ -286,7 +285,7 @@ async def test_a_broken_response_is_an_httpx_transport_error(broken):
 async def test_a_server_that_stops_sending_is_a_read_timeout():
     async with RawServer([head(Content_Length="10") + b"abc"]) as server:
         sender = make_transport(server.url, read_timeout=0.2)
-        with pytest.raises(httpx.ReadTimeout):
+        with pytest.raises(http_types.ReadTimeout):
             await post(sender, server.url, b"{}")
         await sender.aclose()
 
@@ -301,7 +300,7 @@ async def test_the_read_timeout_is_per_wait_not_per_body_and_holds_on_a_reused_c
         sender = make_transport(server.url, read_timeout=1.0)
         assert await post(sender, server.url, b"{}") == (200, b"x" * 40)
         async with asyncio.timeout(60):
-            with pytest.raises(httpx.ReadTimeout):
+            with pytest.raises(http_types.ReadTimeout):
                 await post(sender, server.url, b"{}")
         await sender.aclose()
     assert server.connections == 1
@@ -400,3 +399,44 @@ async def test_a_folded_response_header_is_read_as_one_line_not_retried(llm):
     async with ChatClient(loopback_settings(llm.base_url, max_retries=3)) as client:
         assert (await client.complete(HELLO)).content == "folded"
     assert len(llm.requests) == 1
+
+
+async def test_an_error_status_names_the_url_and_reads_the_body_in_its_charset():
+    """A 404's message names the URL asked and the server's text, decoded by the charset
+    its Content-Type names."""
+    page = "café introuvable".encode("latin-1")
+    answer = head(
+        "404 Not Found",
+        Content_Type="text/plain; charset=ISO-8859-1",
+        Content_Length=str(len(page)),
+    )
+    async with RawServer([answer + page]) as server:
+        client = ChatClient(loopback_settings(server.base_url, max_retries=0))
+        with pytest.raises(errors.NotFoundError) as caught:
+            await client.complete(HELLO)
+        await client.aclose()
+    assert f"answered 404 Not Found for {server.url}: café introuvable." in str(caught.value)
+
+
+async def test_a_retry_after_header_is_read_whatever_the_case_of_its_name():
+    answer = b"HTTP/1.1 429 Too Many Requests\r\nRETRY-AFTER: 7\r\nContent-Length: 0\r\n\r\n"
+    async with RawServer([answer]) as server:
+        client = ChatClient(loopback_settings(server.base_url, max_retries=0))
+        with pytest.raises(errors.RateLimitError) as caught:
+            await client.complete(HELLO)
+        await client.aclose()
+    assert caught.value.retry_after == 7
+
+
+async def test_a_proxy_that_refuses_the_tunnel_is_a_clear_connection_error(llm, monkeypatch):
+    """httpcore's ProxyError (the loopback server answers CONNECT with 501) reaches the
+    user as a connection error naming the endpoint, not a traceback."""
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{llm._server.server_address[1]}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    settings = loopback_settings("https://api.example.test/v1", max_retries=0)
+    async with ChatClient(settings) as client:
+        with pytest.raises(errors.ProviderConnectionError) as caught:
+            await client.complete(HELLO)
+    assert str(caught.value).startswith("Could not reach DeepSeek at https://api.example.test/v1")
+    assert "501" in str(caught.value)

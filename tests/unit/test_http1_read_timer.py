@@ -12,10 +12,10 @@ import socket
 import struct
 from collections.abc import Awaitable, Callable
 
-import httpx
 import pytest
 
 from codewhale.providers import http1
+from codewhale.providers.http_types import ReadError, ReadTimeout
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 # A bound on each test, far above any limit used, so a broken timer fails instead of hanging.
@@ -84,7 +84,7 @@ async def test_silence_before_the_response_head_fails_the_head_wait():
 
     async with Server(silent) as server, asyncio.timeout(BOUND_SECS):
         pool = pool_for(server)
-        with pytest.raises(httpx.ReadTimeout, match=r"no data for 0\.2 s"):
+        with pytest.raises(ReadTimeout, match=r"no data for 0\.2 s"):
             await post(pool, read_timeout=0.2)
         pool.close()
 
@@ -99,7 +99,7 @@ async def test_silence_in_the_middle_of_a_body_fails_that_wait():
         head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"
         response = await pool.request(head, [b"{}"], 0.2)
         parts = []
-        with pytest.raises(httpx.ReadTimeout):
+        with pytest.raises(ReadTimeout):
             async for part in response:
                 parts.append(part)
         assert parts == [b"abc"]
@@ -118,7 +118,7 @@ async def test_a_shorter_limit_on_a_reused_connection_holds():
     async with Server(once) as server, asyncio.timeout(BOUND_SECS):
         pool = pool_for(server)
         assert await post(pool, read_timeout=60) == b"ok"
-        with pytest.raises(httpx.ReadTimeout, match=r"no data for 0\.2 s"):
+        with pytest.raises(ReadTimeout, match=r"no data for 0\.2 s"):
             await post(pool, read_timeout=0.2)
         pool.close()
     assert server.connections == 1
@@ -136,6 +136,6 @@ async def test_a_reset_cuts_a_body_read_to_the_end_of_the_connection_short():
 
     async with Server(resets) as server, asyncio.timeout(BOUND_SECS):
         pool = pool_for(server)
-        with pytest.raises(httpx.ReadError, match="cut short"):
+        with pytest.raises(ReadError, match="cut short"):
             await post(pool, read_timeout=5)
         pool.close()

@@ -103,7 +103,7 @@ asyncio.run(app.run_async(headless=True, size=(120, 40), auto_pilot=opened))
 
 # Loaded only once the session opens, after the first frame, each for a reason: the
 # config models (pydantic; the config is read with the session), the provider client
-# (httpx), agent definitions (YAML), the engine, the session's assembly and the
+# (its own HTTP, not httpx), agent definitions (YAML), the engine, the session's assembly and the
 # sub-agent manager. The events a front end consumes (engine and sub-agent events, agent
 # snapshots with their records) come with the session too: the widgets of the first
 # frame name them for typing only, and the app reads them when the first event arrives.
@@ -111,7 +111,6 @@ AFTER_FIRST_FRAME = [
     "pydantic",
     "codewhale.config",
     "codewhale.config_models",
-    "httpx",
     "codewhale.providers.client",
     "yaml",
     "codewhale.subagents.definitions",
@@ -132,8 +131,9 @@ AFTER_FIRST_FRAME = [
 # Loaded with the first cell that shows them: an answer (Textual's Markdown widget and
 # markdown-it, tui/answer.py), a diff opened or an approval's preview (rich.syntax and
 # pygments), the history of a resumed session, the approval dialog, the first sub-agent
-# row (its role's colour).
+# row (its role's colour), fetch_url or an MCP server over HTTP (httpx).
 ON_FIRST_USE = [
+    "httpx",
     "codewhale.tui.answer",
     "textual.widgets._markdown",
     "markdown_it",
@@ -179,7 +179,29 @@ def test_the_first_frame_does_not_import(first_start, module):
 def test_the_session_then_opens_and_loads_them(first_start):
     opened = first_start["opened"]
     assert opened["runtime"]
-    assert {"pydantic", "httpx", "codewhale.engine.loop"} <= set(opened["modules"])
+    assert {"pydantic", "codewhale.providers.client", "codewhale.engine.loop"} <= set(
+        opened["modules"]
+    )
+    # The model client speaks HTTP itself: httpx is for fetch_url and MCP, when used.
+    assert not {"httpx", "httpcore"} & set(opened["modules"])
+
+
+HTTP_STACKS = """
+import sys
+import codewhale.providers.client
+import codewhale.headless
+from codewhale.runtime import Runtime, open_runtime
+print(",".join(m for m in ("httpx", "httpcore") if m in sys.modules))
+"""
+
+
+def test_the_model_client_and_the_runtime_import_neither_httpx_nor_httpcore():
+    """The client, the runtime (its names resolved, so its modules load) and exec's
+    front end, in a fresh interpreter: httpcore only ever comes for a proxy."""
+    result = subprocess.run(
+        [sys.executable, "-c", HTTP_STACKS], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""
 
 
 # -- the launch receipt: checks that passed for exactly this setup are not repeated ---------
@@ -349,9 +371,10 @@ def test_a_second_start_checks_without_loading_the_config_models(keyed_setup):
     assert start().split() == ["Appearance", "False"]
 
 
-def test_a_whole_exec_run_never_imports_textual(llm, tmp_path):
+def test_a_whole_exec_run_imports_neither_textual_nor_httpx(llm, tmp_path):
     """`codewhale exec` is the headless path: a run with a tool call and an answer imports
-    no module of the UI stack (issue 31's import hygiene), seen by `-X importtime`."""
+    no module of the UI stack, nor httpx or httpcore (the model client speaks HTTP itself;
+    issue 31's import hygiene), seen by `-X importtime`."""
     from tests.support.llm_server import Reply, ToolCallSpec
     from tests.support.settings import TEST_KEY, app_environment
 
@@ -376,3 +399,4 @@ def test_a_whole_exec_run_never_imports_textual(llm, tmp_path):
     assert "codewhale.headless" in imported  # the probe sees the run's own modules
     ui = {n for n in imported if n == "textual" or n.startswith(("textual.", "codewhale.tui"))}
     assert not ui, sorted(ui)
+    assert not {"httpx", "httpcore"} & imported
