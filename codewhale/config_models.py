@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -35,6 +36,25 @@ def _note(info: ValidationInfo, keys: tuple[str, ...], message: str) -> None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def web_url(url: str) -> str:
+    """`url` when it is an http(s) URL with a host and a port that can be dialled; a
+    ValueError saying what is wrong (a bad port would otherwise fail at the first request)."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"'{url}' is not an http:// or https:// URL")
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise ValueError(f"'{url}' names no host")
+    try:
+        port = parts.port
+    except ValueError as error:
+        raise ValueError(
+            f"'{url}' has a bad port ({error}); a port is a number from 1 to 65535"
+        ) from None
+    if port == 0:
+        raise ValueError(f"'{url}' has port 0; a port is a number from 1 to 65535")
+    return url
 
 
 class Section(BaseModel):
@@ -293,8 +313,8 @@ class McpServerConfig(Section):
     def _one_transport(self) -> McpServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("give either command (a program over stdio) or url (streamable HTTP)")
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"'{self.url}' is not an http:// or https:// URL")
+        if self.url is not None:
+            web_url(self.url)
         if self.command is not None and (self.headers or not self.command.strip()):
             raise ValueError("command must be a program name; headers belong to url servers")
         if self.url is not None and (self.args or self.env):
@@ -399,9 +419,7 @@ class Config(Section):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError(f"'{url}' is not an http:// or https:// URL")
-        return url
+        return None if url is None else web_url(url)
 
 
 # Keys a project overlay may not set: a cloned repository must not be able to

@@ -284,6 +284,17 @@ TYPE_ERRORS = [
     ("[memory]\n\nenabled = 1", "memory.enabled", 3, "expected true or false"),
     ('provider = "nope"', "provider", 1, "unknown provider 'nope'"),
     ('base_url = "ftp://x"', "base_url", 1, "not an http:// or https:// URL"),
+    # A port that cannot be dialled is refused here, not by a traceback at the first request.
+    ('base_url = "http://localhost:99999/v1"', "base_url", 1, "has a bad port"),
+    ('base_url = "http://localhost:abc/v1"', "base_url", 1, "has a bad port"),
+    ('base_url = "https://localhost:0/v1"', "base_url", 1, "has port 0"),
+    ('base_url = "https:///v1"', "base_url", 1, "names no host"),
+    (
+        '[mcp.servers.docs]\nurl = "https://docs.example:70000/mcp"',
+        "mcp.servers.docs",
+        1,  # the table's header line: the error is the server's as a whole
+        "has a bad port",
+    ),
     ("[network]\nmax_retries = 2.5", "network.max_retries", 2, "expected an integer"),
 ]
 
