@@ -1,6 +1,6 @@
 """Command-line entry point.
 
-Heavy modules (Textual, httpx) are imported only inside the command that needs
+Heavy modules (Textual, pydantic, the engine) are imported only inside the command that needs
 them, so `codewhale --version` and `codewhale config ...` start in tens of ms.
 """
 

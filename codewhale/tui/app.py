@@ -22,7 +22,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 # Only what the first frame needs is imported here; the engine, the provider client
-# (httpx) and the config models (pydantic) load after it (`_start_session`), and
+# and the config models (pydantic) load after it (`_start_session`), and
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
 from codewhale.permissions import Mode
@@ -170,7 +170,7 @@ class CodeWhaleApp(App[None]):
         self._ctrl_c_at = 0.0  # when Ctrl+C was last pressed: a second within 1 s quits
         self.runtime: Runtime | None = None
         self.closed_session: Runtime | None = None  # the one open when the app ended
-        # Filled in `_start_session`: the handlers import the runtime (engine, httpx).
+        # Filled in `_start_session`: the handlers import the runtime (engine, provider client).
         self.registry = CommandRegistry()
         # Set once the first session has opened (or failed to); the composer's messages
         # wait for it in the StartupGate, so a prompt sent earlier is kept, not refused.
@@ -308,7 +308,10 @@ class CodeWhaleApp(App[None]):
             await painted.wait()
             if reading is not None:
                 await self._draw_early_history(await reading)
-            # The handlers import the runtime, engine, httpx and pydantic: off the event loop.
+                # Painted before the handlers' imports start in a thread: sharing the GIL
+                # with them, the painting took up to twice as long.
+                await self.screen.wait_for_refresh()
+            # The handlers import the runtime, engine and pydantic: off the event loop.
             await asyncio.to_thread(import_module, "codewhale.tui.command_handlers")
             from codewhale.tui.command_handlers import build_registry
 

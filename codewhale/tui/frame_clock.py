@@ -59,12 +59,27 @@ class FrameClock(Timer):
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._input.wait(), wait)
                 continue  # paused meanwhile (a layout drew it): wait to be wanted again
+            hurried, drawn = self._input.is_set(), self.last_frame
             self._input.clear()
             self.last_frame = time.monotonic()
+            batched = self._batched()
             try:
                 await self._tick(next_timer=self.last_frame, count=0)
             except EventTargetGone:
                 return
+            if batched and not self._active.is_set():
+                # The tick drew nothing and paused the clock: counted as a frame, it kept the
+                # frame the batch's end asks for waiting two periods, idle (a resumed
+                # conversation's history did), and a key typed meanwhile unhurried. A tick
+                # Textual skips (the app exiting) leaves the clock running: paced as a frame.
+                self.last_frame = drawn
+                if hurried:
+                    self._input.set()
+
+    def _batched(self) -> bool:
+        """Whether the app is in a `batch_update`, when a tick draws nothing."""
+        screen = self._target()
+        return isinstance(screen, Screen) and screen.app._batch_count > 0
 
 
 class FramedScreen(Screen[ScreenResultType]):

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -198,3 +201,29 @@ async def test_a_wrong_guess_is_drawn_over_by_the_sessions_own_figures(llm, monk
     edit_receipts(far_off)
     early, opened = await continued(workspace)
     assert "ctx " in early and early != opened  # `continued` checks the opened one's figures
+
+
+EARLY_READ = """
+import sys
+from pathlib import Path
+from codewhale.tui.early_history import read_resumed
+
+early = read_resumed(Path(sys.argv[1]), None)
+print(len(early.messages), *sorted(set(sys.argv[2:]) & set(sys.modules)))
+"""
+# Git and the sandbox (through sub-agent worktrees) come with the session: read before it,
+# they only kept the history off the screen longer.
+WITH_THE_SESSION = ["codewhale.subagents.worktree", "codewhale.gitrun", "codewhale.sandbox"]
+
+
+def test_reading_the_history_before_the_session_loads_neither_git_nor_the_sandbox(workspace):
+    write_session(workspace, 60)
+    result = subprocess.run(
+        [sys.executable, "-c", EARLY_READ, str(workspace), *WITH_THE_SESSION],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["61"]  # the system prompt and 60 messages, nothing else

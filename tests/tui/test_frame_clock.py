@@ -3,9 +3,11 @@ period, and the screens that stream draw with it."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from pytest import approx
+from textual.app import App
 from textual.widgets import Input
 
 from codewhale.tui.agent_screen import AgentScreen
@@ -82,3 +84,39 @@ async def test_a_key_hurries_the_next_frame_and_that_frame_ends_the_hurry(make_a
         assert not clock._input.is_set()
         await pilot.press("x")  # a real key goes through the app's on_event
         await wait_for(pilot, lambda: app.composer.text == "x" and not clock._input.is_set())
+
+
+class TickedScreen(FramedScreen):
+    """A framed screen that says when its clock has ticked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ticked = asyncio.Event()
+
+    def _on_timer_update(self) -> None:
+        super()._on_timer_update()
+        self.ticked.set()
+
+
+async def test_a_tick_during_a_batch_update_is_not_a_frame():
+    # Textual draws nothing during a batch: counted as a frame, that tick kept the frame
+    # the batch's end asks for waiting two periods, idle (a resumed conversation's history),
+    # and a key typed meanwhile lost its hurry before it was shown.
+    app = App()
+    async with app.run_test(size=(80, 24)):
+        screen = TickedScreen()
+        await app.push_screen(screen)
+        clock = frame_clock(screen)
+        with app.batch_update():
+            drawn = clock.last_frame
+            screen.input_arrived()
+            screen.ticked.clear()
+            clock.resume()
+            await screen.ticked.wait()
+            assert clock.last_frame == drawn
+            assert clock._input.is_set()
+        screen.ticked.clear()
+        screen.refresh()  # what the batch changed, drawn once it has ended: a frame
+        await screen.ticked.wait()
+        assert clock.last_frame > drawn
+        assert not clock._input.is_set()
