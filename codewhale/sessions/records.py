@@ -13,6 +13,7 @@ first line is read (the early history is drawn from here).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -20,48 +21,64 @@ ROLES = ("system", "user", "assistant", "tool")
 
 
 class _Invalid(Exception):
-    """A value that is not the shape asked for: `where` (dotted) and what is wrong."""
+    """A value that is not the shape asked for: what is wrong, and where (the keys and
+    indexes leading to it, added as the error passes up through them)."""
 
-    def __init__(self, where: str, what: str) -> None:
-        super().__init__(f"{where}: {what}" if where else what)
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.path: list[str] = []
+
+    def at(self, key: str) -> _Invalid:
+        self.path.insert(0, key)
+        return self
+
+    def __str__(self) -> str:
+        return f"{'.'.join(self.path)}: {self.what}" if self.path else self.what
 
 
-# A check takes a value and where it sits, and returns it as it may be sent (the value
-# itself when it has nothing to drop) or raises _Invalid.
-Check = Callable[[Any, str], Any]
+# A check takes a value and returns it as it may be sent (the value itself when it has
+# nothing to drop) or raises _Invalid. Where it sits is only spelled out on a failure:
+# a resumed session checks every message before its history is drawn.
+Check = Callable[[Any], Any]
 
 
-def _text(value: Any, where: str) -> str:
+def _text(value: Any) -> str:
     if type(value) is not str:
-        raise _Invalid(where, "should be a string")
+        raise _Invalid("should be a string")
     return value
 
 
-def _text_or_null(value: Any, where: str) -> str | None:
-    return None if value is None else _text(value, where)
+def _text_or_null(value: Any) -> str | None:
+    return None if value is None else _text(value)
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: Any) -> float:
     if type(value) not in (int, float):
-        raise _Invalid(where, "should be a number")
+        raise _Invalid("should be a number")
     return value  # type: ignore[no-any-return]
 
 
 def _exactly(expected: str) -> Check:
-    def check(value: Any, where: str) -> str:
+    def check(value: Any) -> str:
         if value != expected or type(value) is not str:
-            raise _Invalid(where, f"should be {expected!r}")
+            raise _Invalid(f"should be {expected!r}")
         return value
 
     return check
 
 
 def _list_of(item: Check) -> Check:
-    def check(value: Any, where: str) -> list[Any]:
+    def check(value: Any) -> list[Any]:
         if type(value) is not list:
-            raise _Invalid(where, "should be a list")
-        items = [item(entry, f"{where}.{index}") for index, entry in enumerate(value)]
-        same = all(kept is entry for kept, entry in zip(items, value, strict=True))
+            raise _Invalid("should be a list")
+        items = []
+        for index, entry in enumerate(value):
+            try:
+                items.append(item(entry))
+            except _Invalid as problem:
+                raise problem.at(str(index)) from None
+        same = all(map(operator.is_, items, value))
         return value if same else items
 
     return check
@@ -69,30 +86,29 @@ def _list_of(item: Check) -> Check:
 
 def _object(required: dict[str, Check], optional: dict[str, Check] | None = None) -> Check:
     """A JSON object with these keys; any other key is dropped."""
-    optional = optional or {}
-    known = required.keys() | optional.keys()
+    fields = [(key, check, True) for key, check in required.items()]
+    fields += [(key, check, False) for key, check in (optional or {}).items()]
+    known = {key for key, _, _ in fields}
 
-    def check(value: Any, where: str) -> dict[str, Any]:
+    def check(value: Any) -> dict[str, Any]:
         if type(value) is not dict:
-            raise _Invalid(where, "should be a JSON object")
+            raise _Invalid("should be a JSON object")
         kept: dict[str, Any] = {}
         same = value.keys() <= known
-        for key, field in required.items():
+        for key, field, needed in fields:
             if key not in value:
-                raise _Invalid(_at(where, key), "is missing")
-            kept[key] = field(value[key], _at(where, key))
-            same = same and kept[key] is value[key]
-        for key, field in optional.items():
-            if key in value:
-                kept[key] = field(value[key], _at(where, key))
-                same = same and kept[key] is value[key]
+                if needed:
+                    raise _Invalid("is missing").at(key)
+                continue
+            given = value[key]
+            try:
+                kept[key] = field(given)
+            except _Invalid as problem:
+                raise problem.at(key) from None
+            same = same and kept[key] is given
         return value if same else kept
 
     return check
-
-
-def _at(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 _TOOL_CALL = _object(
@@ -124,13 +140,16 @@ _HEADER = _object(
 
 def _message(value: Any) -> dict[str, Any]:
     if type(value) is not dict:
-        raise _Invalid("", "not a JSON object")
+        raise _Invalid("not a JSON object")
     role = value.get("role")
     if role is None:
-        raise _Invalid("", "no role")
+        raise _Invalid("no role")
     if type(role) is not str or role not in _MESSAGES:
-        raise _Invalid("role", f"{role!r} is not one of {', '.join(ROLES)}")
-    message: dict[str, Any] = _MESSAGES[role](value, role)
+        raise _Invalid(f"{role!r} is not one of {', '.join(ROLES)}").at("role")
+    try:
+        message: dict[str, Any] = _MESSAGES[role](value)
+    except _Invalid as problem:
+        raise problem.at(role) from None
     return message
 
 
@@ -153,7 +172,7 @@ def message_problem(value: Any) -> str:
 
 def valid_header(value: Any) -> bool:
     try:
-        _HEADER(value, "")
+        _HEADER(value)
     except _Invalid:
         return False
     return True
