@@ -47,6 +47,13 @@ def web_url(url: str) -> str:
     if not parts.hostname:
         raise ValueError(f"'{url}' names no host")
     try:
+        parts.hostname.encode("idna")  # as the request will spell it
+    except UnicodeError:
+        raise ValueError(
+            f"'{url}' names a host that is not a valid domain name (a label is empty or "
+            "longer than 63 characters)"
+        ) from None
+    try:
         port = parts.port
     except ValueError as error:
         raise ValueError(
@@ -55,6 +62,24 @@ def web_url(url: str) -> str:
     if port == 0:
         raise ValueError(f"'{url}' has port 0; a port is a number from 1 to 65535")
     return url
+
+
+# A header's name: an HTTP token (RFC 9110 5.1).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def http_headers(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` when each can go on the wire as it is: a token for a name, printable ASCII
+    for a value (no line break that would start a header of its own); a ValueError
+    naming the first that cannot."""
+    for name, value in headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"header name {name!r} is not an HTTP token (letters, digits, -)")
+        if not all(" " <= character <= "~" or character == "\t" for character in value):
+            raise ValueError(
+                f"header {name}: its value must be printable ASCII, without line breaks"
+            )
+    return headers
 
 
 class Section(BaseModel):
@@ -420,6 +445,24 @@ class Config(Section):
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         return None if url is None else web_url(url)
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return http_headers(headers)
+
+    @field_validator("api_key")
+    @classmethod
+    def _sendable_key(cls, key: str | None) -> str | None:
+        # Sent as `Authorization: Bearer <key>`; the message names where, never the key.
+        for position, character in enumerate(key or "", start=1):
+            if not " " < character <= "~":
+                raise ValueError(
+                    f"the key's character {position} cannot be sent: a key is printable ASCII "
+                    "with no spaces (a line break or a look-alike letter in the copy?); copy "
+                    "the key again"
+                )
+        return key
 
 
 # Keys a project overlay may not set: a cloned repository must not be able to

@@ -289,6 +289,12 @@ TYPE_ERRORS = [
     ('base_url = "http://localhost:abc/v1"', "base_url", 1, "has a bad port"),
     ('base_url = "https://localhost:0/v1"', "base_url", 1, "has port 0"),
     ('base_url = "https:///v1"', "base_url", 1, "names no host"),
+    (f'base_url = "https://{"a" * 70}.example/v1"', "base_url", 1, "not a valid domain name"),
+    # Headers go on the wire as written: a line break would start a header of its own.
+    ('[headers]\nX-Team = "a\\r\\nX-Evil: 1"', "headers", 1, "printable ASCII"),
+    ('[headers]\nX-Team = "équipe"', "headers", 1, "printable ASCII"),
+    ('[headers]\n"X Team" = "a"', "headers", 1, "is not an HTTP token"),
+    ('api_key = "sk-ab\u00e9cd"', "api_key", 1, "character 6 cannot be sent"),
     (
         '[mcp.servers.docs]\nurl = "https://docs.example:70000/mcp"',
         "mcp.servers.docs",
