@@ -28,6 +28,8 @@ REPORT = (
     f"SUMMARY: {SUMMARY}\nCHANGES: None.\nEVIDENCE: src/routes.py:12\nRISKS: None.\nBLOCKERS: None."
 )
 STALL = Reply(fault=Fault.stall(seconds=60))
+# What the parent answers once Moby's end wakes its turn.
+WOKEN_ANSWER = "Moby is done; Humphrey is still going."
 # The parent's own requests spend nothing: how many it makes depends on timing.
 NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0}
 
@@ -47,6 +49,10 @@ def opens(*tasks: str) -> Reply:
 
 def status_text(app) -> str:
     return str(app.query_one(StatusLine).render())
+
+
+def answers(app) -> list[str]:
+    return [message.source for message in app.transcript.query(AssistantMessage)]
 
 
 def notices(app) -> list[str]:
@@ -82,12 +88,15 @@ async def waiting_then_woken(app, pilot, llm) -> None:
     llm.route(by_task("map"), *asks_then_reports())
     llm.route(by_task("stall"), STALL)
     llm.enqueue(opens("map the routes", "stall forever"), Reply(text="Both are on it."))
-    llm.respond = lambda body: Reply(text="Moby is done; Humphrey is still going.")
+    llm.respond = lambda body: Reply(text=WOKEN_ANSWER)
     await type_and_send(pilot, "delegate")
     await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=20)
     await wait_for(pilot, lambda: "waiting on 2 sub-agents" in status_text(app), timeout=20)
     await pilot.press("n")
     await wait_for(pilot, lambda: "Moby finished — continuing" in notices(app), timeout=20)
+    # The count drops to one as Moby ends, before the woken turn has answered: both are
+    # waited for (on a busy machine the status line came first).
+    await wait_for(pilot, lambda: WOKEN_ANSWER in answers(app), timeout=20)
     await wait_for(pilot, lambda: "waiting on 1 sub-agent " in status_text(app), timeout=20)
 
 
@@ -105,7 +114,7 @@ async def test_the_status_line_says_what_the_turn_waits_on_and_what_woke_it(
         ]
         marker = texts.index("Moby finished — continuing")
         assert texts[marker - 1] == "Both are on it."
-        assert texts[marker + 1] == "Moby is done; Humphrey is still going."
+        assert texts[marker + 1] == WOKEN_ANSWER
 
         # Esc ends the wait with no child finished: no marker, and no waiting either.
         await pilot.click("#composer")
