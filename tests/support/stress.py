@@ -25,8 +25,10 @@ def main() -> int:
     failed = False
     try:
         for run in range(1, RUNS + 1):
+            # One line per failure (where it failed and why): a flake seen only under
+            # load is diagnosed from this output or not at all.
             result = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", *sys.argv[1:]],
+                [sys.executable, "-m", "pytest", "-q", "--tb=line", *sys.argv[1:]],
                 capture_output=True,
                 text=True,
             )
@@ -37,11 +39,16 @@ def main() -> int:
             print(f"run {run} of {RUNS}: {summary.strip('= ') or 'no summary'}", flush=True)
             if result.returncode:
                 failed = True
-                print("\n".join(line for line in lines if line.startswith(("FAILED", "ERROR"))))
+                print("\n".join(line for line in lines if _names_a_failure(line)))
     finally:
         for burner in burners:
             burner.kill()
     return 1 if failed else 0
+
+
+def _names_a_failure(line: str) -> bool:
+    """A summary line of a failed test, or --tb=line's `path:line: error` of one."""
+    return line.startswith(("FAILED", "ERROR")) or bool(re.match(r"/\S+:\d+: ", line))
 
 
 if __name__ == "__main__":
