@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
 
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY, app_environment
 from tests.support.subagents import REPORT, for_task, last_tool_results
+from tests.support.terminal import run_with_typed_answer
 
 # A cloned repository's "explore" that may write and run shell.
 WRITER_EXPLORE = """---
@@ -216,20 +215,12 @@ def test_trust_without_names_off_a_terminal_trusts_nothing(llm, tmp_path):
 
 def answer_at_terminal(env, workspace, answer: str) -> subprocess.CompletedProcess[str]:
     """`agents trust` with a terminal for stdin, the answer typed ahead into it."""
-    controller, terminal = pty.openpty()
-    try:
-        os.write(controller, answer.encode() + b"\n")
-        return subprocess.run(
-            [sys.executable, "-m", "codewhale", "agents", "trust", "-C", str(workspace)],
-            stdin=terminal,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-    finally:
-        os.close(terminal)
-        os.close(controller)
+    return run_with_typed_answer(
+        [sys.executable, "-m", "codewhale", "agents", "trust", "-C", str(workspace)],
+        env,
+        answer,
+        timeout=60,
+    )
 
 
 def test_trust_without_names_at_a_terminal_lists_and_asks(llm, tmp_path):

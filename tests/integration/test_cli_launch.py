@@ -8,11 +8,8 @@ without a terminal; the terminal check is last.
 from __future__ import annotations
 
 import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ import pytest
 from codewhale.cli import parse_arguments
 from tests.support.llm_server import Reply
 from tests.support.settings import TEST_KEY, app_environment
+from tests.support.terminal import read_until, start_on_terminal
 
 # The offline model made unavailable the way a plain `pip install codewhale` leaves it:
 # llama-cpp-python cannot be imported (None in sys.modules makes find_spec answer None).
@@ -106,29 +104,7 @@ def test_unquoted_words_are_refused_with_the_quoted_form(capsys):
 
 def in_terminal(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, int]:
     """`codewhale ARGS` on a new pseudo-terminal; returns it and the terminal's other end."""
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "codewhale", *args],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
-        close_fds=True,
-    )
-    os.close(terminal)
-    return process, controller
-
-
-def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while needle not in seen and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.1)[0]:
-            try:
-                seen += os.read(fd, 65536)
-            except OSError:
-                break
-    return seen
+    return start_on_terminal([sys.executable, "-m", "codewhale", *args], env)
 
 
 @pytest.mark.slow
@@ -142,14 +118,14 @@ def test_in_a_terminal_the_prompt_is_the_first_turn_and_ctrl_c_twice_quits(llm, 
     )
     process, controller = in_terminal(["-C", str(tmp_path), "ping"], env)
     try:
-        screen = _read_until(controller, b"pong-from-loopback", timeout=120)
+        screen = read_until(controller, b"pong-from-loopback", timeout=120)
         assert b"pong-from-loopback" in screen, screen[-800:]
         assert [r.json["messages"][-1] for r in llm.requests] == [
             {"role": "user", "content": "ping"}
         ]
         os.write(controller, b"\x03\x03")  # Ctrl+C twice, as the terminal sends it
         assert process.wait(timeout=60) == 0
-        assert b"Traceback" not in screen + _read_until(controller, b"Traceback", timeout=0.5)
+        assert b"Traceback" not in screen + read_until(controller, b"Traceback", timeout=0.5)
     finally:
         if process.poll() is None:
             process.kill()
@@ -166,7 +142,7 @@ def test_in_a_terminal_a_broken_config_is_refused_before_the_app_appears(keyed, 
     process, controller = in_terminal(["-C", str(tmp_path)], {**keyed, "TERM": "xterm-256color"})
     try:
         assert process.wait(timeout=60) == 2
-        screen = _read_until(controller, b"\n", timeout=5)
+        screen = read_until(controller, b"\n", timeout=5)
     finally:
         if process.poll() is None:
             process.kill()
@@ -192,13 +168,13 @@ def test_continue_with_nothing_to_continue_starts_a_session_and_names_it_on_exit
     )
     process, controller = in_terminal(["-C", str(tmp_path), "--continue", "ping"], env)
     try:
-        screen = _read_until(controller, b"pong-from-loopback", timeout=120)
+        screen = read_until(controller, b"pong-from-loopback", timeout=120)
         assert b"pong-from-loopback" in screen, screen[-800:]
         assert b"no earlier session here: started a new one" in screen
         os.write(controller, b"\x03\x03")  # Ctrl+C twice quits
-        after = _read_until(controller, b"codewhale --resume", timeout=60)
+        after = read_until(controller, b"codewhale --resume", timeout=60)
         assert process.wait(timeout=60) == 0
-        after += _read_until(controller, b"\n", timeout=0.5)  # the rest of the last line
+        after += read_until(controller, b"\n", timeout=0.5)  # the rest of the last line
     finally:
         if process.poll() is None:
             process.kill()

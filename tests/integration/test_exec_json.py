@@ -8,17 +8,12 @@ question is also read by the real function with pipes standing in for the termin
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
-import termios
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +25,7 @@ from codewhale.headless import NEEDS_TERMINAL, ApprovalPolicy, Terminal
 from codewhale.runtime import events
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY, app_environment
+from tests.support.terminal import read_until, start_on_terminal
 
 USAGE = {
     "prompt_tokens": 1000,
@@ -242,28 +238,19 @@ def test_approve_ask_without_a_terminal_fails_before_any_request(llm, exec_comma
 
 
 @contextmanager
-def on_a_terminal(
-    command: list[str], env: dict[str, str]
+def asked_on_a_terminal(
+    exec_command: list[str], env: dict[str, str], prompt: str
 ) -> Iterator[tuple[subprocess.Popen, int]]:
-    """Run `command` with a new pty as its controlling terminal (its /dev/tty), while
-    stdin, stdout and stderr go elsewhere: a question can only come from /dev/tty.
+    """Run `codewhale exec --approve ask --json PROMPT` with a new pty as its controlling
+    terminal (its /dev/tty), while stdin, stdout and stderr go elsewhere: a question can
+    only come from /dev/tty.
 
     Yields the process and the pty's controller end; on leaving, a process still running
     is killed and the controller closed.
     """
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-        pass_fds=(terminal,),
-        preexec_fn=lambda: fcntl.ioctl(terminal, termios.TIOCSCTTY, 0),
+    process, controller = start_on_terminal(
+        [*exec_command, "--approve", "ask", "--json", prompt], env, controlling=True, piped=True
     )
-    os.close(terminal)
     try:
         yield process, controller
     finally:
@@ -272,16 +259,20 @@ def on_a_terminal(
         os.close(controller)
 
 
+def expect(fd: int, marker: bytes, within: float) -> bytes:
+    """What `fd` shows up to `marker`, which must come within `within` seconds."""
+    seen = read_until(fd, marker, within)
+    assert marker in seen, f"no {marker!r} in {seen!r}"
+    return seen
+
+
 def test_approve_ask_talks_on_the_terminal_and_keeps_json_clean(llm, exec_command, exec_env):
     llm.enqueue(
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]),
         Reply(text="made it"),
     )
-    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "make a file"], exec_env) as (
-        process,
-        controller,
-    ):
-        seen = read_until(controller, b"Allow?", within=120)
+    with asked_on_a_terminal(exec_command, exec_env, "make a file") as (process, controller):
+        seen = expect(controller, b"Allow?", within=120)
         assert b"exec_shell: touch asked.txt" in seen
         os.write(controller, b"y\n")
         out, err = process.communicate(timeout=120)
@@ -304,13 +295,10 @@ def test_the_question_shows_the_rule_always_would_store(llm, exec_command, exec_
         Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": find_exec})]),
         Reply(text="done"),
     )
-    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "look around"], exec_env) as (
-        process,
-        controller,
-    ):
-        first = read_until(controller, b"Allow?", within=120).decode()
+    with asked_on_a_terminal(exec_command, exec_env, "look around") as (process, controller):
+        first = expect(controller, b"Allow?", within=120).decode()
         os.write(controller, b"a\n")
-        second = read_until(controller, b"Allow?", within=120).decode()
+        second = expect(controller, b"Allow?", within=120).decode()
         os.write(controller, b"n\n")
         out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
@@ -335,11 +323,8 @@ def test_accept_edits_at_the_terminal_lets_the_later_edits_run_unasked(
         Reply(tool_calls=[ToolCallSpec("edit_file", edit("b.txt", "beta", "BETA"))]),
         Reply(text="both edited"),
     )
-    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "edit both"], exec_env) as (
-        process,
-        controller,
-    ):
-        question = read_until(controller, b"[N]o: ", within=120).decode()
+    with asked_on_a_terminal(exec_command, exec_env, "edit both") as (process, controller):
+        question = expect(controller, b"[N]o: ", within=120).decode()
         os.write(controller, b"e\n")
         out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
@@ -357,27 +342,14 @@ def edit(path: str, old: str, new: str) -> dict[str, str]:
 
 def test_ctrl_c_while_the_question_waits_ends_the_run(llm, exec_command, exec_env):
     llm.enqueue(Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "touch asked.txt"})]))
-    with on_a_terminal([*exec_command, "--approve", "ask", "--json", "make a file"], exec_env) as (
-        process,
-        controller,
-    ):
-        read_until(controller, b"Allow?", within=120)
+    with asked_on_a_terminal(exec_command, exec_env, "make a file") as (process, controller):
+        expect(controller, b"Allow?", within=120)
         os.write(controller, b"\x03")  # Ctrl-C, typed at the terminal that was asked
         # The unanswered question, still blocked on the terminal, does not hold up the
         # exit: held up, the run would never end (the ceiling is for that hang).
         out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert records(out)[-1]["status"] == "interrupted"
-
-
-def read_until(fd: int, marker: bytes, within: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + within
-    while marker not in seen:
-        assert time.monotonic() < deadline, f"no {marker!r} in {seen!r}"
-        if select.select([fd], [], [], 0.1)[0]:
-            seen += os.read(fd, 4096)
-    return seen
 
 
 @pytest.fixture
@@ -432,7 +404,7 @@ async def test_the_answer_is_read_while_the_event_loop_keeps_running(pipe_termin
     backstop.cancel()
     ticker.cancel()
     assert ticks >= 20
-    assert b"exec_shell: touch made.txt" in read_until(questions.fileno(), b"Allow?", within=5)
+    assert b"exec_shell: touch made.txt" in expect(questions.fileno(), b"Allow?", within=5)
 
 
 async def test_the_end_of_the_terminal_denies(pipe_terminal):

@@ -5,8 +5,6 @@ given, and the trust prompt on a pipe and on a terminal."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +21,7 @@ from tests.support.mcp import (
     toml_table,
 )
 from tests.support.settings import TEST_KEY
+from tests.support.terminal import run_with_typed_answer
 
 APP_KEY = "cw-app-key-7777777777"
 GITHUB = "ghp-github-token-4444444444"
@@ -212,18 +211,9 @@ def test_mcp_trust_shows_every_server_in_full_and_asks_first(tmp_path):
 
 def on_a_terminal(env: dict[str, str], workspace: Path, answer: str) -> subprocess.CompletedProcess:
     """`codewhale mcp trust` with a pseudo-terminal for stdin, typed `answer` and Enter."""
-    controller, terminal = pty.openpty()
-    try:
-        # Typed ahead: the terminal holds the line until the question reads it.
-        os.write(controller, f"{answer}\n".encode())
-        return subprocess.run(
-            [sys.executable, "-m", "codewhale", "mcp", "trust", "-C", str(workspace)],
-            stdin=terminal,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=90,
-        )
-    finally:
-        os.close(terminal)
-        os.close(controller)
+    return run_with_typed_answer(
+        [sys.executable, "-m", "codewhale", "mcp", "trust", "-C", str(workspace)],
+        env,
+        answer,
+        timeout=90,
+    )

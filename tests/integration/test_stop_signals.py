@@ -9,15 +9,11 @@ ends, as a hung one would; each is found afterwards by a marker in its command l
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
-import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +24,7 @@ import pytest
 from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.mcp import DEMO_ARGS, DEMO_COMMAND, DEMO_ENV, setup_home, toml_table
 from tests.support.processes import count_running, daemon_marker, kill_marked, running
+from tests.support.terminal import read_until, start_on_terminal
 
 CHILDREN = 3
 EXEC = [sys.executable, "-m", "codewhale", "exec"]
@@ -207,34 +204,22 @@ def test_a_stop_signal_while_an_mcp_server_hangs_in_its_handshake(llm, tmp_path,
 def drain(controller: int, until: Callable[[bytes], bool], within: float = 60.0) -> bytes:
     """Read the app's screen output (it must be read, or the app blocks writing) until
     `until` holds for what was read so far."""
-    seen = b""
     deadline = time.monotonic() + within
-    while not until(seen):
-        if time.monotonic() > deadline:
-            pytest.fail(f"the app never got there; its screen ended with {seen[-300:]!r}")
-        if select.select([controller], [], [], 0.05)[0]:
-            try:
-                seen += os.read(controller, 65536)
-            except OSError:
-                break
+    seen = read_until(controller, until, within)
+    # Not there once the terminal has ended is not a hang: only the ceiling fails the test.
+    if not until(seen) and time.monotonic() >= deadline:
+        pytest.fail(f"the app never got there; its screen ended with {seen[-300:]!r}")
     return seen
 
 
 def start_app(workspace: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     """The app on a new pty that is its controlling terminal, as a terminal window gives
     it: closing the pty's other end hangs it up (SIGHUP). Returns the process and that end."""
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
+    return start_on_terminal(
         [sys.executable, "-m", "codewhale", "-C", str(workspace)],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env={**env, "TERM": "xterm-256color"},
-        start_new_session=True,
-        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        {**env, "TERM": "xterm-256color"},
+        controlling=True,
     )
-    os.close(terminal)
-    return process, controller
 
 
 @pytest.mark.slow

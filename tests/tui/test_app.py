@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import os
-import pty
-import select
 import stat
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +21,7 @@ from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AgentCell, AssistantMessage, Notice, ToolCell, UserMessage
 from tests.support.llm_server import Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
+from tests.support.terminal import read_until, start_on_terminal
 from tests.tui.conftest import REPORT, completion_rows, type_and_send, wait_for
 
 SNAPSHOT_WORKSPACE = Path(tempfile.gettempdir()) / "codewhale-snapshot-workspace"
@@ -237,51 +234,32 @@ def test_main_screen_snapshot(snap_compare, llm, monkeypatch):
 CEILING_SECS = 120
 
 
-def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while needle not in seen and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.1)[0]:
-            try:
-                seen += os.read(fd, 65536)
-            except OSError:
-                break
-    return seen
-
-
 @pytest.mark.slow
 def test_the_real_app_answers_a_typed_prompt_in_a_terminal(tmp_path, llm):
     llm.enqueue(Reply(text="pong-from-loopback"))
-    controller, terminal = pty.openpty()
     env = {
         **os.environ,
         "TERM": "xterm-256color",
         "CODEWHALE_BASE_URL": llm.base_url,
         "DEEPSEEK_API_KEY": TEST_KEY,
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "codewhale", "-C", str(tmp_path)],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
-        close_fds=True,
+    process, controller = start_on_terminal(
+        [sys.executable, "-m", "codewhale", "-C", str(tmp_path)], env
     )
-    os.close(terminal)
     try:
-        screen = _read_until(controller, b"Ask", timeout=CEILING_SECS)
+        screen = read_until(controller, b"Ask", timeout=CEILING_SECS)
         assert b"Ask" in screen, screen[-500:]
         os.write(controller, b"ping")
         # Enter once the typed keys show in the composer, so it sends what was typed.
-        typed = _read_until(controller, b"ping", timeout=CEILING_SECS)
+        typed = read_until(controller, b"ping", timeout=CEILING_SECS)
         assert b"ping" in typed, typed[-500:]
         os.write(controller, b"\r")
-        answer = _read_until(controller, b"pong-from-loopback", timeout=CEILING_SECS)
+        answer = read_until(controller, b"pong-from-loopback", timeout=CEILING_SECS)
         assert b"pong-from-loopback" in answer, answer[-800:]
         assert llm.requests[-1].json["messages"][-1] == {"role": "user", "content": "ping"}
         os.write(controller, b"\x11")
         assert process.wait(timeout=CEILING_SECS) == 0
-        rest = _read_until(controller, b"Traceback", timeout=0.5)
+        rest = read_until(controller, b"Traceback", timeout=0.5)
         assert b"Traceback" not in screen + rest
     finally:
         if process.poll() is None:
