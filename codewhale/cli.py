@@ -1,7 +1,7 @@
 """Command-line entry point.
 
-Heavy modules (Textual, pydantic, the engine) are imported only inside the command that needs
-them, so `codewhale --version` and `codewhale config ...` start in tens of ms.
+Heavy modules (Textual, the config models, the engine) are imported only inside the
+command that needs them, so `codewhale --version` and `codewhale config ...` start in tens of ms.
 """
 
 from __future__ import annotations

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
-
 from codewhale.config_models import (
     FREE_FORM_TABLES,
     PROJECT_FORBIDDEN_KEYS,
     PROVIDER_ALIASES,
     Config,
 )
+from codewhale.config_tables import Table, TableError
 from codewhale.paths import WorkspacePaths, user_config_file, user_dirs
 from codewhale.providers.local_model import missing_local_runtime
 from codewhale.providers.presets import DEFAULT_PROVIDER, PRESETS
@@ -142,7 +141,7 @@ def load_config(
     config = _validate(merged, origin, warnings)
     offline = _falls_back_to_offline_model(config, origin)
     if offline:
-        config = config.model_copy(update={"provider": "local"})
+        config = config.replace(provider="local")
     sources = _sources(config, origin)
     if offline:
         sources["provider"] = "default (no API key: offline model)"
@@ -309,12 +308,12 @@ def _assign(target: dict[str, Any], path: list[str], value: Any) -> None:
 
 
 def _validate(merged: dict[str, Any], origin: dict[str, Layer], warnings: list[str]) -> Config:
-    context: dict[str, Any] = {"notes": []}
+    notes: list[tuple[tuple[str, ...], str]] = []
     try:
-        config = Config.model_validate(merged, context=context)
-    except ValidationError as error:
+        config = Config.validate(merged, notes)
+    except TableError as error:
         raise ConfigError(_describe_validation_error(error, merged, origin)) from None
-    for keys, message in context["notes"]:
+    for keys, message in notes:
         # Blame the first cause a person actually set (a default cannot be edited).
         key, layer = next(
             ((key, origin[key]) for key in keys if key in origin), (keys[0], Layer("default", {}))
@@ -325,15 +324,15 @@ def _validate(merged: dict[str, Any], origin: dict[str, Layer], warnings: list[s
 
 
 def _describe_validation_error(
-    error: ValidationError, merged: dict[str, Any], origin: dict[str, Layer]
+    error: TableError, merged: dict[str, Any], origin: dict[str, Layer]
 ) -> str:
     problems = []
-    for detail in error.errors(include_url=False):
-        dotted = ".".join(str(part) for part in detail["loc"])
+    for problem in error.problems:
+        dotted = ".".join(str(part) for part in problem.loc)
         layer = _layer_for(dotted, origin)
-        expected = _EXPECTED.get(detail["type"])
-        reason = detail["msg"].removeprefix("Value error, ")
-        if expected and detail["type"] != "extra_forbidden":
+        expected = _EXPECTED.get(problem.type)
+        reason = problem.msg
+        if expected and problem.type != "extra_forbidden":
             reason = f"expected {expected}, got {_show(_lookup(merged, dotted))}"
         if layer.path is not None:
             line = _line_of(dotted, layer.text)
@@ -408,16 +407,16 @@ def _line_of(dotted: str, text: str) -> int | None:
 # -- unknown keys ------------------------------------------------------------------
 
 
-def _unknown_keys(data: Mapping[str, Any], model: type[BaseModel], prefix: str = "") -> list[str]:
+def _unknown_keys(data: Mapping[str, Any], model: type[Table], prefix: str = "") -> list[str]:
     unknown = []
+    keys = model.keys()
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        field = model.model_fields.get(key)
-        if field is None:
+        if key not in keys:
             unknown.append(dotted)
             continue
-        nested = field.annotation
-        if isinstance(nested, type) and issubclass(nested, BaseModel) and isinstance(value, dict):
+        nested = keys[key]
+        if isinstance(nested, type) and issubclass(nested, Table) and isinstance(value, dict):
             unknown.extend(_unknown_keys(value, nested, dotted + "."))
     return unknown
 
@@ -440,10 +439,9 @@ def _suggestion(dotted: str) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def known_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
-    for name, field in model.model_fields.items():
-        nested = field.annotation
-        if isinstance(nested, type) and issubclass(nested, BaseModel):
+def known_keys(model: type[Table], prefix: str = "") -> Iterator[str]:
+    for name, nested in model.keys().items():
+        if isinstance(nested, type) and issubclass(nested, Table):
             yield from known_keys(nested, f"{prefix}{name}.")
         else:
             yield f"{prefix}{name}"
@@ -455,11 +453,12 @@ def known_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
 def _sources(config: Config, origin: dict[str, Layer]) -> dict[str, str]:
     """Label every effective key with the layer it came from."""
     preset_derived = {"model", "fast_model", "base_url"}
+    values = config.to_dict()
     sources = {}
     for dotted in known_keys(Config):
         layer = origin.get(dotted)
         if layer is None:
-            unset = _lookup(config.model_dump(), dotted) is None
+            unset = _lookup(values, dotted) is None
             sources[dotted] = (
                 f"preset {config.provider}" if dotted in preset_derived and unset else "default"
             )

@@ -48,7 +48,7 @@ def run_config_command(args: argparse.Namespace) -> int:
 
 def effective_values(loaded: LoadedConfig) -> dict[str, Any]:
     """The config as nested plain data, preset defaults filled in and secrets redacted."""
-    values = loaded.config.model_dump()
+    values = loaded.config.to_dict()
     settings = loaded.provider_settings()
     values.update(base_url=settings.base_url, model=settings.model, fast_model=settings.fast_model)
     if values["api_key"]:

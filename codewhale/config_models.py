@@ -1,41 +1,21 @@
-"""The shape of config.toml: pydantic models, their defaults and their bounds.
+"""The shape of config.toml: its tables, their defaults and their bounds.
 
 Numbers outside their bounds are clamped (with a note naming the key); values
-of the wrong type are validation errors. Notes are collected in the validation
-context under "notes" as (dotted_keys, message) pairs.
+of the wrong type are validation errors (config_tables.py checks them). Notes are
+collected as (dotted_keys, message) pairs by `Config.validate(data, notes)`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
-
+from codewhale.config_tables import Bounds, Table, note, rule
 from codewhale.providers.presets import DEFAULT_PROVIDER, PRESETS
 from codewhale.secret_names import secret_name
 
 PROVIDER_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp"}
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Inclusive range a number is clamped into."""
-
-    low: float
-    high: float
-
-
-def _note(info: ValidationInfo, keys: tuple[str, ...], message: str) -> None:
-    """Record an adjustment; `keys` are the settings that caused it, most direct first."""
-    if info.context is not None:
-        info.context.setdefault("notes", []).append((keys, message))
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def web_url(url: str) -> str:
@@ -82,42 +62,7 @@ def http_headers(headers: dict[str, str]) -> dict[str, str]:
     return headers
 
 
-class Section(BaseModel):
-    """A config table: strict types, unknown keys rejected, bounded numbers clamped."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-    section: ClassVar[str] = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _clamp_bounded_fields(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        for name, field in cls.model_fields.items():
-            bounds = next((m for m in field.metadata if isinstance(m, Bounds)), None)
-            value = data.get(name)
-            if bounds is None or not _is_number(value):
-                continue
-            clamped = min(max(value, bounds.low), bounds.high)
-            if clamped != value:
-                clamped = type(value)(clamped)
-                side = "below the minimum" if value < bounds.low else "above the maximum"
-                edge = bounds.low if value < bounds.low else bounds.high
-                _note(
-                    info,
-                    (cls._dotted(name),),
-                    f"{cls._dotted(name)} = {value} is {side} {edge:g}; using {clamped:g}",
-                )
-                data[name] = clamped
-        return data
-
-    @classmethod
-    def _dotted(cls, name: str) -> str:
-        return f"{cls.section}.{name}" if cls.section else name
-
-
-class NetworkConfig(Section):
+class NetworkConfig(Table):
     section: ClassVar[str] = "network"
     connect_timeout_secs: Annotated[float, Bounds(1, 120)] = 10.0
     stream_idle_timeout_secs: Annotated[float, Bounds(5, 1800)] = 90.0
@@ -130,7 +75,7 @@ MAX_SUBAGENTS = 20
 DEFAULT_API_TIMEOUT_SECS = 120
 
 
-class SubagentsConfig(Section):
+class SubagentsConfig(Table):
     section: ClassVar[str] = "subagents"
     max_concurrent: Annotated[int, Bounds(1, MAX_SUBAGENTS)] = MAX_SUBAGENTS
     launch_concurrency: int | None = None
@@ -142,7 +87,7 @@ class SubagentsConfig(Section):
     awaiter_model: str | None = None
     review_model: str | None = None
     custom_model: str | None = None
-    models: dict[str, str] = Field(default_factory=dict)
+    models: dict[str, str] = {}
     # Finished isolated children's worktrees are deleted this long after they finished.
     worktree_keep_hours: Annotated[int, Bounds(0, 8760)] = 24
     # Each child's budget unless agent_open sets its own (unset: no limit); a child over
@@ -154,46 +99,40 @@ class SubagentsConfig(Section):
     # max_concurrent): a runaway fan-out is refused, not queued.
     max_children_per_turn: Annotated[int, Bounds(1, 1000)] | None = None
 
-    @field_validator("models")
-    @classmethod
-    def _normalise_role_keys(cls, models: dict[str, str]) -> dict[str, str]:
+    @rule("models")
+    def _normalise_role_keys(models: dict[str, str]) -> dict[str, str]:
         return {key.strip().lower(): value for key, value in models.items()}
 
-    @model_validator(mode="after")
-    def _relate_limits(self, info: ValidationInfo) -> SubagentsConfig:
-        """Rules that tie one limit to another (the model is frozen, so rebuild via dict)."""
-        values = self.__dict__
+    def _after(self) -> None:
+        """Rules that tie one limit to another."""
         if self.api_timeout_secs == 0:
-            values["api_timeout_secs"] = DEFAULT_API_TIMEOUT_SECS
+            self._set("api_timeout_secs", DEFAULT_API_TIMEOUT_SECS)
         launch = self.launch_concurrency
         if launch is None:
-            values["launch_concurrency"] = self.max_concurrent
+            self._set("launch_concurrency", self.max_concurrent)
         elif not 1 <= launch <= self.max_concurrent:
-            values["launch_concurrency"] = min(max(launch, 1), self.max_concurrent)
-            _note(
-                info,
+            self._set("launch_concurrency", min(max(launch, 1), self.max_concurrent))
+            note(
                 ("subagents.launch_concurrency", "subagents.max_concurrent"),
                 f"subagents.launch_concurrency = {launch} is outside 1..{self.max_concurrent} "
-                f"(max_concurrent); using {values['launch_concurrency']}",
+                f"(max_concurrent); using {self.launch_concurrency}",
             )
-        floor = values["api_timeout_secs"] + 30
+        floor = self.api_timeout_secs + 30
         if self.heartbeat_timeout_secs < floor:
-            _note(
-                info,
+            note(
                 ("subagents.heartbeat_timeout_secs", "subagents.api_timeout_secs"),
                 f"subagents.heartbeat_timeout_secs = {self.heartbeat_timeout_secs} must be at "
                 f"least api_timeout_secs + 30; using {floor}",
             )
-            values["heartbeat_timeout_secs"] = floor
-        return self
+            self._set("heartbeat_timeout_secs", floor)
 
 
-class MemoryConfig(Section):
+class MemoryConfig(Table):
     section: ClassVar[str] = "memory"
     enabled: bool = False
 
 
-class RlmConfig(Section):
+class RlmConfig(Table):
     section: ClassVar[str] = "rlm"
     child_model: str | None = None
     sub_query_timeout_secs: Annotated[int, Bounds(1, 600)] = 120
@@ -208,7 +147,7 @@ class RlmConfig(Section):
 MIN_COMPACTION_GAIN = 0.2
 
 
-class ContextConfig(Section):
+class ContextConfig(Table):
     """How much of the model's context window a conversation may fill (docs/CONTEXT.md)."""
 
     section: ClassVar[str] = "context"
@@ -223,43 +162,38 @@ class ContextConfig(Section):
     # Off: compaction happens only on /compact (a request past the window then fails).
     auto_compact: bool = True
 
-    @model_validator(mode="before")
     @classmethod
-    def _fractions(cls, data: Any) -> Any:
+    def _before(cls, values: dict[str, Any]) -> dict[str, Any]:
         # A whole number here is a percentage typed by mistake (80 for 0.8); said before
         # the bounds would clamp it into something meaningless.
         for name in ("compact_at", "keep_recent"):
-            value = data.get(name) if isinstance(data, dict) else None
+            value = values.get(name)
             if isinstance(value, int) and not isinstance(value, bool):
                 raise ValueError(
                     f"{name} = {value}: expected a fraction of the window such as "
-                    f"{cls.model_fields[name].default}"
+                    f"{cls.default_of(name)}"
                 )
-        return data
+        return values
 
-    @field_validator("summary_model")
-    @classmethod
-    def _model_id(cls, model: str | None) -> str | None:
+    @rule("summary_model")
+    def _model_id(model: str | None) -> str | None:
         if model is not None and not model.strip():
             raise ValueError("expected a model id; leave the key out for the fast model")
         return model.strip() if model is not None else None
 
-    @model_validator(mode="after")
-    def _room_to_shrink(self, info: ValidationInfo) -> ContextConfig:
+    def _after(self) -> None:
         """What is kept must leave room under the threshold, or every step would compact."""
         most = round(self.compact_at - MIN_COMPACTION_GAIN, 2)
         if self.keep_recent > most:
-            _note(
-                info,
+            note(
                 ("context.keep_recent", "context.compact_at"),
                 f"context.keep_recent = {self.keep_recent:g} must be at most compact_at - "
                 f"{MIN_COMPACTION_GAIN:g}; using {most:g}",
             )
-            self.__dict__["keep_recent"] = most
-        return self
+            self._set("keep_recent", most)
 
 
-class TuiConfig(Section):
+class TuiConfig(Table):
     section: ClassVar[str] = "tui"
     sidebar: bool = True
     theme: str = "textual-dark"
@@ -271,7 +205,7 @@ class TuiConfig(Section):
     notify_when: Literal["unfocused", "always"] = "unfocused"
 
 
-class SandboxConfig(Section):
+class SandboxConfig(Table):
     """The OS sandbox around shell commands (docs/SECURITY.md)."""
 
     section: ClassVar[str] = "sandbox"
@@ -279,21 +213,19 @@ class SandboxConfig(Section):
     # ask in Agent mode); true: refuse to run commands without it; false: never use it.
     enabled: bool | Literal["auto"] = "auto"
     # More paths to hide from commands; `~` is expanded, relative paths are in the workspace.
-    hide: list[str] = Field(default_factory=list)
+    hide: list[str] = []
     # More environment variables commands may see (the allowlist: sandbox/environment.py).
-    pass_env: list[str] = Field(default_factory=list)
+    pass_env: list[str] = []
 
-    @field_validator("enabled", mode="before")
-    @classmethod
-    def _switch(cls, value: Any) -> Any:
-        # One readable message instead of pydantic's one per union member.
+    @rule("enabled", before=True)
+    def _switch(value: Any) -> Any:
+        # One readable message instead of one per type the key takes.
         if value is True or value is False or value == "auto":
             return value
         raise ValueError(f'expected true, false or "auto", got {value!r}')
 
-    @field_validator("pass_env")
-    @classmethod
-    def _variable_names(cls, names: list[str]) -> list[str]:
+    @rule("pass_env")
+    def _variable_names(names: list[str]) -> list[str]:
         bad = [name for name in names if not name.strip() or "=" in name]
         if bad:
             raise ValueError(f"not environment variable names: {bad!r}")
@@ -313,29 +245,29 @@ def mcp_server_name_problem(name: str) -> str | None:
     return None
 
 
-class McpServerConfig(Section):
+class McpServerConfig(Table):
     """One MCP server: a program over stdio (`command`) or a streamable-HTTP `url`."""
 
     section: ClassVar[str] = "mcp.servers"
+    hidden: ClassVar[frozenset[str]] = frozenset({"env", "headers"})
     # "sse": a `url` server on the older HTTP+SSE transport; unset, a url means
     # streamable HTTP and a command stdio (Claude Code's `type`, same values).
     type: Literal["stdio", "http", "streamable-http", "sse"] | None = None
     command: str | None = None
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = []
     # Values may name environment variables (`${TOKEN}`, `${TOKEN:-default}`); shown
     # redacted by `config show`.
-    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    env: dict[str, str] = {}
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    headers: dict[str, str] = {}
     # "read_only": its tools change nothing, so they run without asking and read-only
     # sub-agents may use them. Unset: every call asks (Agent mode), as a shell command does.
     trust: Literal["read_only"] | None = None
     enabled: bool = True
     # Tools of this server the model is never offered (Claude Code's `disabledTools`).
-    disabled_tools: list[str] = Field(default_factory=list)
+    disabled_tools: list[str] = []
 
-    @model_validator(mode="after")
-    def _one_transport(self) -> McpServerConfig:
+    def _after(self) -> None:
         if (self.command is None) == (self.url is None):
             raise ValueError("give either command (a program over stdio) or url (streamable HTTP)")
         if self.url is not None:
@@ -346,33 +278,30 @@ class McpServerConfig(Section):
             raise ValueError("args and env belong to command servers, not url ones")
         if self.type is not None and (self.type == "stdio") != (self.command is not None):
             raise ValueError(f"type '{self.type}' does not match the server's command or url")
-        return self
 
 
-class McpConfig(Section):
+class McpConfig(Table):
     """MCP servers whose tools the model gets as `mcp__<server>__<tool>` (docs/MCP.md)."""
 
     section: ClassVar[str] = "mcp"
-    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    servers: dict[str, McpServerConfig] = {}
     # How long the first model request waits for servers still starting.
     startup_timeout_secs: Annotated[float, Bounds(1, 300)] = 30.0
     # Read the project's .mcp.json (its servers still need your trust once).
     project_servers: bool = True
     # Variables a project's .mcp.json may have expanded (`${NAME}`) for its servers; a
     # server asking for any other does not start. User config only (docs/MCP.md).
-    project_env: list[str] = Field(default_factory=list)
+    project_env: list[str] = []
 
-    @field_validator("servers")
-    @classmethod
-    def _server_names(cls, servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+    @rule("servers")
+    def _server_names(servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
         for name in servers:
             if problem := mcp_server_name_problem(name):
                 raise ValueError(problem)
         return servers
 
-    @field_validator("project_env")
-    @classmethod
-    def _plain_variable_names(cls, names: list[str]) -> list[str]:
+    @rule("project_env")
+    def _plain_variable_names(names: list[str]) -> list[str]:
         bad = [name for name in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)]
         if bad:
             raise ValueError(f"not environment variable names: {bad!r}")
@@ -388,7 +317,7 @@ class McpConfig(Section):
         return names
 
 
-class PermissionsConfig(Section):
+class PermissionsConfig(Table):
     """Lasting allow/ask/deny rules in Claude Code's syntax (docs/PERMISSIONS.md).
 
     Checked here, but enforced from each file on its own (codewhale.rules): the user's and
@@ -397,20 +326,22 @@ class PermissionsConfig(Section):
     """
 
     section: ClassVar[str] = "permissions"
-    allow: list[str] = Field(default_factory=list)
-    ask: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[str] = []
+    ask: list[str] = []
+    deny: list[str] = []
 
 
-class Config(Section):
+class Config(Table):
     """The whole effective configuration."""
+
+    hidden: ClassVar[frozenset[str]] = frozenset({"api_key", "headers"})
 
     provider: str = DEFAULT_PROVIDER
     model: str | None = None
     fast_model: str | None = None
     base_url: str | None = None
-    api_key: str | None = Field(default=None, repr=False)
-    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    api_key: str | None = None
+    headers: dict[str, str] = {}
     allow_insecure_http: bool = False
     # With no provider and no API key configured, use the bundled offline model.
     offline_fallback: bool = True
@@ -420,40 +351,36 @@ class Config(Section):
     # `reasoning_effort`, OpenRouter's `reasoning.effort`); unset, the model's default.
     # Top-level, not `[model]`: `model` is already the model's id.
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    network: NetworkConfig = Field(default_factory=NetworkConfig)
-    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    rlm: RlmConfig = Field(default_factory=RlmConfig)
-    tui: TuiConfig = Field(default_factory=TuiConfig)
-    context: ContextConfig = Field(default_factory=ContextConfig)
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    network: NetworkConfig
+    subagents: SubagentsConfig
+    memory: MemoryConfig
+    rlm: RlmConfig
+    tui: TuiConfig
+    context: ContextConfig
+    sandbox: SandboxConfig
+    mcp: McpConfig
+    permissions: PermissionsConfig
     # Lifecycle hooks in Claude Code's shape; checked, with file and key, by codewhale.hooks
     # (which reads each file itself: a project's hooks need the user's trust).
-    hooks: dict[str, Any] = Field(default_factory=dict)
+    hooks: dict[str, Any] = {}
 
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, name: str) -> str:
+    @rule("provider")
+    def _known_provider(name: str) -> str:
         key = PROVIDER_ALIASES.get(name.strip().lower(), name.strip().lower())
         if key not in PRESETS:
             raise ValueError(f"unknown provider '{name}'; known providers: {', '.join(PRESETS)}")
         return key
 
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, url: str | None) -> str | None:
+    @rule("base_url")
+    def _http_url(url: str | None) -> str | None:
         return None if url is None else web_url(url)
 
-    @field_validator("headers")
-    @classmethod
-    def _sendable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+    @rule("headers")
+    def _sendable_headers(headers: dict[str, str]) -> dict[str, str]:
         return http_headers(headers)
 
-    @field_validator("api_key")
-    @classmethod
-    def _sendable_key(cls, key: str | None) -> str | None:
+    @rule("api_key")
+    def _sendable_key(key: str | None) -> str | None:
         # Sent as `Authorization: Bearer <key>`; the message names where, never the key.
         for position, character in enumerate(key or "", start=1):
             if not " " < character <= "~":

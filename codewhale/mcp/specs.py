@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from pydantic import ValidationError
-
 from codewhale.config_models import McpConfig, McpServerConfig, mcp_server_name_problem
+from codewhale.config_tables import TableError
 from codewhale.mcp.project_env import HOW_TO_ALLOW, refusal
 from codewhale.secret_names import secret_name
 
@@ -287,9 +286,9 @@ def _from_project(name: str, entry: Any, path: Path, project_env: frozenset[str]
     # so a file trusted before they were read is not asked about again.
     extra = {"type": kind, "disabled_tools": entry.get("disabledTools", [])}
     try:
-        server = McpServerConfig.model_validate({**fields, **extra})
-    except ValidationError as error:
-        raise SpecError("; ".join(detail["msg"] for detail in error.errors())) from None
+        server = McpServerConfig.validate({**fields, **extra})
+    except TableError as error:
+        raise SpecError(str(error)) from None
     # Everything the trust prompt shows: the entry as written, env and headers included.
     digest = hashlib.sha256(
         json.dumps([name, fields], sort_keys=True, ensure_ascii=False).encode()

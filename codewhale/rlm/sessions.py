@@ -274,7 +274,7 @@ class RlmManager:
         from codewhale.tools.registry import ToolRegistry
         from codewhale.tools.work import HandleRead
 
-        config = self.config.model_copy(update={"sub_rlm_max_depth": session.sub_rlm_max_depth - 1})
+        config = self.config.replace(sub_rlm_max_depth=session.sub_rlm_max_depth - 1)
         nested = RlmManager(
             client=self.client,
             config=config,

@@ -4,7 +4,7 @@ The TUI and `codewhale exec` call only `open_runtime` and the `Runtime`'s operat
 
 The names below load on first use (PEP 562): the app's first frame imports
 `codewhale.runtime.events`, and importing this package must not pull in the engine,
-the provider client and the config models (pydantic) with it.
+the provider client and the config models with it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def session_redactor(loaded: LoadedConfig, workspace: Path, environ: Mapping[str
     secrets += environment_secrets(environ)
     # The user's own servers only: a project's `.mcp.json` is the repository's text, and
     # what it may expand from the environment is covered above.
-    users = config.mcp.model_copy(update={"project_servers": False})
+    users = config.mcp.replace(project_servers=False)
     specs, _ = load_specs(users, workspace)
     for spec in specs:
         try:

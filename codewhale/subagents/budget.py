@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # a record's budget is read without the config models (pydantic)
+if TYPE_CHECKING:  # a record's budget is read without the config models
     from codewhale.config_models import SubagentsConfig
 
 FIELDS = ("max_runtime_secs", "max_tokens", "max_cost_usd")

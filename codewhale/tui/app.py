@@ -22,7 +22,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 # Only what the first frame needs is imported here; the engine, the provider client
-# and the config models (pydantic) load after it (`_start_session`), and
+# and the config models load after it (`_start_session`), and
 # tests/unit/test_startup.py keeps it that way.
 from codewhale import __version__
 from codewhale.permissions import Mode
@@ -311,7 +311,7 @@ class CodeWhaleApp(App[None]):
                 # Painted before the handlers' imports start in a thread: sharing the GIL
                 # with them, the painting took up to twice as long.
                 await self.screen.wait_for_refresh()
-            # The handlers import the runtime, engine and pydantic: off the event loop.
+            # The handlers import the runtime, engine and config: off the event loop.
             await asyncio.to_thread(import_module, "codewhale.tui.command_handlers")
             from codewhale.tui.command_handlers import build_registry
 
@@ -350,7 +350,7 @@ class CodeWhaleApp(App[None]):
         """The conversation `--continue`/`--resume` will open, read from its file."""
 
         def read() -> EarlyResume | None:
-            # Imported here, in the thread: the store's loader brings pydantic with it.
+            # Imported here, in the thread: the store's loader and its modules with it.
             from codewhale.tui.early_history import read_resumed
 
             return read_resumed(self.workspace, self.resume)

@@ -145,7 +145,7 @@ def recalled(args: argparse.Namespace, key: str) -> Appearance | str | None:
 def full_check(args: argparse.Namespace, key: str) -> LoadedConfig | str:
     """The config read and validated, the `--resume` id and the key checked; once they pass,
     the receipt `key` is kept so the next start with this setup can skip them."""
-    from codewhale.config import ConfigError, load_config  # pydantic: about 75 ms
+    from codewhale.config import ConfigError, load_config
 
     workspace = args.workspace_path
     try:

@@ -102,13 +102,12 @@ asyncio.run(app.run_async(headless=True, size=(120, 40), auto_pilot=opened))
 """
 
 # Loaded only once the session opens, after the first frame, each for a reason: the
-# config models (pydantic; the config is read with the session), the provider client
+# config models (the config is read with the session), the provider client
 # (its own HTTP, not httpx), agent definitions (YAML), the engine, the session's assembly and the
 # sub-agent manager. The events a front end consumes (engine and sub-agent events, agent
 # snapshots with their records) come with the session too: the widgets of the first
 # frame name them for typing only, and the app reads them when the first event arrives.
 AFTER_FIRST_FRAME = [
-    "pydantic",
     "codewhale.config",
     "codewhale.config_models",
     "codewhale.providers.client",
@@ -131,9 +130,11 @@ AFTER_FIRST_FRAME = [
 # Loaded with the first cell that shows them: an answer (Textual's Markdown widget and
 # markdown-it, tui/answer.py), a diff opened or an approval's preview (rich.syntax and
 # pygments), the history of a resumed session, the approval dialog, the first sub-agent
-# row (its role's colour), fetch_url or an MCP server over HTTP (httpx).
+# row (its role's colour), fetch_url or an MCP server over HTTP (httpx), the MCP SDK's
+# protocol models or a damaged sub-agent record's diagnosis (pydantic).
 ON_FIRST_USE = [
     "httpx",
+    "pydantic",
     "codewhale.tui.answer",
     "textual.widgets._markdown",
     "markdown_it",
@@ -179,9 +180,13 @@ def test_the_first_frame_does_not_import(first_start, module):
 def test_the_session_then_opens_and_loads_them(first_start):
     opened = first_start["opened"]
     assert opened["runtime"]
-    assert {"pydantic", "codewhale.providers.client", "codewhale.engine.loop"} <= set(
-        opened["modules"]
-    )
+    assert {
+        "codewhale.config_models",
+        "codewhale.providers.client",
+        "codewhale.engine.loop",
+    } <= set(opened["modules"])
+    # The config is checked by hand (config_tables.py): pydantic costs a session ~100 ms.
+    assert "pydantic" not in opened["modules"]
     # The model client speaks HTTP itself: httpx is for fetch_url and MCP, when used.
     assert not {"httpx", "httpcore"} & set(opened["modules"])
 
@@ -356,7 +361,7 @@ from pathlib import Path
 from codewhale.tui.launch import check
 
 checked = check(argparse.Namespace(workspace_path=Path(sys.argv[1]), overrides={}, resume=None))
-print(type(checked).__name__, "pydantic" in sys.modules)
+print(type(checked).__name__, "codewhale.config_models" in sys.modules)
 """
 
 
