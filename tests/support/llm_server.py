@@ -40,6 +40,7 @@ class Fault:
     interval: float = 0.05
     duration: float = 0.0
     stage: str = ""
+    release: threading.Event | None = None
 
     @classmethod
     def status(
@@ -80,6 +81,12 @@ class Fault:
         """The stream stops for `seconds` after `after_chunks` events (in place of the
         reply's chunk_delay there), then goes on."""
         return cls("pause", after_chunks=after_chunks, duration=seconds)
+
+    @classmethod
+    def hold(cls, after_chunks: int, until: threading.Event) -> Fault:
+        """The stream stops after `after_chunks` events until `until` is set, then goes on:
+        the test, not the clock, decides when the answer can end."""
+        return cls("hold", after_chunks=after_chunks, release=until)
 
     @classmethod
     def reset(cls, stage: str = "before the head") -> Fault:
@@ -277,6 +284,13 @@ class LoopbackLLM:
     def _wait(self, seconds: float) -> bool:
         """Sleep unless the server stops first; True if it is stopping."""
         return self._stopping.wait(seconds) if seconds > 0 else self._stopping.is_set()
+
+    def _wait_for(self, release: threading.Event) -> bool:
+        """Wait until `release` is set or the server stops; True if it is stopping."""
+        while not release.wait(0.05):
+            if self._stopping.is_set():
+                return True
+        return False
 
 
 def _safe_match(predicate: Predicate, body: Any) -> bool:
@@ -487,6 +501,10 @@ class _Handler(BaseHTTPRequestHandler):
                 pause = fault.duration
             if pause and self.llm._wait(pause):
                 return True
+            if fault is not None and fault.kind == "hold" and sent == fault.after_chunks:
+                assert fault.release is not None
+                if self.llm._wait_for(fault.release):
+                    return True
             self._write_chunk(payload)
         if fault is not None and fault.kind == "cut":
             self._cut()

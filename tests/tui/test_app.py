@@ -6,6 +6,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from codewhale.tui.onboarding import OnboardingScreen
 from codewhale.tui.sidebar import AgentRow
 from codewhale.tui.status import StatusLine
 from codewhale.tui.transcript import AgentCell, AssistantMessage, Notice, ToolCell, UserMessage
-from tests.support.llm_server import Reply, ToolCallSpec
+from tests.support.llm_server import Fault, Reply, ToolCallSpec
 from tests.support.settings import TEST_KEY
 from tests.support.terminal import read_until, start_on_terminal
 from tests.tui.conftest import REPORT, completion_rows, type_and_send, wait_for
@@ -45,9 +46,12 @@ async def test_a_turn_streams_markdown_and_shows_tool_cells(llm, make_app, works
 
 
 async def test_enter_while_running_steers_and_esc_cancels(llm, make_app, workspace):
+    # The command runs until the steer is typed, and the answer streams until Esc stops
+    # it: however slow a busy machine types, both happen while the turn runs.
+    wait_for_go = "while [ ! -e go ]; do sleep 0.02; done"
     llm.enqueue(
-        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": "sleep 2"})]),
-        Reply(text=[f"w{i} " for i in range(200)], chunk_delay=0.02),
+        Reply(tool_calls=[ToolCallSpec("exec_shell", {"command": wait_for_go})]),
+        Reply(text=[f"w{i} " for i in range(10)], fault=Fault.hold(2, until=threading.Event())),
     )
     app = make_app(workspace)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -55,6 +59,7 @@ async def test_enter_while_running_steers_and_esc_cancels(llm, make_app, workspa
         await type_and_send(pilot, "work")
         await wait_for(pilot, lambda: bool(app.query(ToolCell)))
         await type_and_send(pilot, "also this")
+        (workspace / "go").touch()
         await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
         assert llm.requests[1].json["messages"][-1] == {"role": "user", "content": "also this"}
         assert any("steer accepted" in str(n.render()) for n in app.query(Notice))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from codewhale.tui.completion import CompletionMenu
 from codewhale.tui.history import rebuild
 from codewhale.tui.paste import PastedMessage, expand
 from codewhale.tui.transcript import AssistantMessage, Notice, UserMessage
-from tests.support.llm_server import Reply
+from tests.support.llm_server import Fault, Reply
 from tests.support.settings import TEST_KEY
 from tests.tui.conftest import completion_rows, wait_for
 
@@ -231,9 +232,10 @@ async def test_each_paste_has_its_own_token_and_a_deleted_token_drops_its_paste(
 
 
 async def test_a_paste_queued_or_steered_during_a_turn_goes_out_in_full(llm, make_app, workspace):
+    # The answer streams until both are typed, however long that takes on a busy machine.
+    typed = threading.Event()
     llm.enqueue(
-        # Long enough for both to be typed while it streams.
-        Reply(text=[f"w{i} " for i in range(300)], chunk_delay=0.02),
+        Reply(text=[f"w{i} " for i in range(10)], fault=Fault.hold(2, until=typed)),
         Reply(text="steered"),
         Reply(text="queued"),
     )
@@ -253,6 +255,7 @@ async def test_a_paste_queued_or_steered_during_a_turn_goes_out_in_full(llm, mak
         await wait_for(pilot, lambda: "[pasted 200 lines #2]" in app.composer.text)
         assert app.turn_running
         await pilot.press("enter")
+        typed.set()
         await wait_for(pilot, lambda: len(llm.requests) == 3 and not app.turn_running)
         prompts = [r.json["messages"][-1]["content"] for r in llm.requests[1:]]
         assert prompts == ["steer: " + PASTE, "queue: " + PASTE]
