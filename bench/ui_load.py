@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 from bench.targets import target
 from codewhale.config import load_config
@@ -38,6 +38,8 @@ TOKENS = 100
 # On its own line: glued to the last token the report is malformed, and each child is
 # reminded and streams all over again.
 REPORT = "\nSUMMARY: done\nCHANGES: None.\nEVIDENCE:\n- a:1\nRISKS: none\nBLOCKERS: None."
+# A key the app has not shown by then is a hang, not a slow figure.
+KEY_SHOWN_SECS = 10
 # Issue 16's target, with 20 children streaming.
 TARGET_CPU = 0.40
 
@@ -51,26 +53,60 @@ def responder(body: dict) -> Reply:
     return Reply(text="noted")
 
 
-class Drawn:
-    """When a widget was drawn into a frame, and how long its text was then.
+class Watched:
+    """When a widget's text changed and when a frame drew it, with waits on both.
 
     A keystroke counts once a frame shows it, not once the widget's text changed: the
     app may hold its redraws a while (tui/batches.py), and that wait is latency too.
+    The waits are futures the widget's own calls resolve, not polling: the process's
+    CPU time is the app's, and a harness polling every half millisecond beside it would
+    add its own share to the figure.
     """
 
     def __init__(self, widget: Any, text_length: Callable[[], int]) -> None:
+        self.changes: list[tuple[float, int]] = []
         self.frames: list[tuple[float, int]] = []
-        render_lines = widget.render_lines
+        self._waiters: list[tuple[list[tuple[float, int]], int, asyncio.Future[float]]] = []
+        render_lines, post_message = widget.render_lines, widget.post_message
 
         def drawing(crop: Any) -> Any:  # the compositor calls this for each frame it is in
-            self.frames.append((time.perf_counter(), text_length()))
+            self._note(self.frames, text_length())
             return render_lines(crop)
 
-        widget.render_lines = drawing
+        def posting(message: Any) -> bool:  # Input and TextArea post Changed as they edit
+            if isinstance(message, (Input.Changed, TextArea.Changed)):
+                self._note(self.changes, text_length())
+            return post_message(message)
 
-    def first_showing(self, length: int) -> float | None:
+        widget.render_lines, widget.post_message = drawing, posting
+
+    def _note(self, seen: list[tuple[float, int]], length: int) -> None:
+        at = time.perf_counter()
+        seen.append((at, length))
+        for waiter in [waiter for waiter in self._waiters if waiter[0] is seen]:
+            if length >= waiter[1]:
+                self._waiters.remove(waiter)
+                if not waiter[2].done():
+                    waiter[2].set_result(at)
+
+    async def _first(self, seen: list[tuple[float, int]], length: int) -> float:
+        if (at := next((at for at, shown in seen if shown >= length), None)) is not None:
+            return at
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiters.append((seen, length, future))
+        try:
+            async with asyncio.timeout(KEY_SHOWN_SECS):
+                return await future
+        except TimeoutError:
+            raise RuntimeError(f"a typed key was not shown within {KEY_SHOWN_SECS} s") from None
+
+    async def changed_to(self, length: int) -> float:
+        """When the text first had at least `length` characters."""
+        return await self._first(self.changes, length)
+
+    async def drawn_with(self, length: int) -> float:
         """When a frame first showed at least `length` characters."""
-        return next((at for at, shown in self.frames if shown >= length), None)
+        return await self._first(self.frames, length)
 
 
 @dataclass
@@ -111,17 +147,13 @@ async def measure(workspace: Path, on_agent_screen: bool) -> Run:
         def length() -> int:
             return len(target.value if on_agent_screen else target.text)
 
-        drawn = Drawn(target, length)
+        watched = Watched(target, length)
         while app.runtime.manager.has_live_children():
             before = length()
             started = time.perf_counter()
             target.post_message(events.Key("x", "x"))
-            while length() == before:
-                await asyncio.sleep(0.0005)
-            to_text.append((time.perf_counter() - started) * 1000)
-            while (shown := drawn.first_showing(before + 1)) is None:
-                await asyncio.sleep(0.0005)
-            to_frame.append((shown - started) * 1000)
+            to_text.append((await watched.changed_to(before + 1) - started) * 1000)
+            to_frame.append((await watched.drawn_with(before + 1) - started) * 1000)
             await asyncio.sleep(0.03)
         wall = time.perf_counter() - wall_before
         cpu = time.process_time() - cpu_before
