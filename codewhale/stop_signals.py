@@ -1,5 +1,6 @@
 """SIGINT, SIGTERM and SIGHUP as requests to stop: the first asks the app to stop cleanly
-(record the turn, stop children and servers), a second one while it does ends it at once.
+(record the turn, stop children and servers), a second one while it does ends it at once
+(but not a second SIGHUP: a hangup is one event, however often it is told).
 
 A process killed by a signal's default action leaves its children behind (a stdio MCP
 server that ignores the end of its input runs on) and writes no result, so the app takes
@@ -87,6 +88,8 @@ class StopSignals:
             kill_leftovers()
 
     def _arrived(self, signum: int) -> None:
+        if self.received == signum == signal.SIGHUP:
+            return  # one hangup, told twice (the kernel, and the app's watch of its terminal)
         if self.received is not None:
             force_exit(signum)
         self.received = signum

@@ -39,11 +39,13 @@ def driver_for(chosen: type[Driver]) -> type[Driver]:
 
 
 def detach_from_terminal() -> None:
-    """Point stdout and stderr at /dev/null, so that what the process still prints
-    after a hangup (an exit message, Python flushing its streams) cannot fail."""
+    """Point stdin, stdout and stderr at /dev/null opened for writing only, so that what
+    the process still prints after a hangup (an exit message, Python flushing its streams)
+    cannot fail, and Textual's reader, whose next read then fails, ends (at the end of a
+    file it would read on, a core's worth, until the app has closed)."""
     with contextlib.suppress(OSError):
         null = os.open(os.devnull, os.O_WRONLY)
-        for fd in (1, 2):
+        for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.close(null)
 

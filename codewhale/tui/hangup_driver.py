@@ -4,10 +4,17 @@ it needs termios; codewhale/tui/hangup.py imports it only where Textual chose it
 from __future__ import annotations
 
 import contextlib
+import os
+import select
+import signal
+import threading
 from typing import IO, Any
 
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
+
+# How often the hangup watch looks whether the app has ended.
+POLL_MS = 250
 
 
 class _TerminalOutput:
@@ -49,6 +56,22 @@ class HangupProofDriver(LinuxDriver):
             self._file = _TerminalOutput(self._file)  # type: ignore[assignment]
 
     def run_input_thread(self) -> None:
+        threading.Thread(target=self._watch_for_hangup, name="hangup-watch", daemon=True).start()
         # The terminal is gone: no more keys, and its SIGHUP closes the app.
         with contextlib.suppress(OSError):
             super().run_input_thread()
+
+    def _watch_for_hangup(self) -> None:
+        """Send this process the SIGHUP of a terminal that closed without sending one.
+
+        Only a controlling terminal's hangup is signalled; one that is not (a program
+        that started the app on a pseudo-terminal of its own, then died) reads as end of
+        file, and Textual's reader then spins a core for as long as the app lives. The
+        kernel says the terminal hung up to a poll that asks for nothing else.
+        """
+        watch = select.poll()
+        watch.register(self.fileno, 0)  # no events asked: only a hangup or an error is told
+        while not self.exit_event.is_set():
+            if watch.poll(POLL_MS):
+                os.kill(os.getpid(), signal.SIGHUP)  # the same hangup twice counts once
+                return

@@ -212,18 +212,24 @@ def drain(controller: int, until: Callable[[bytes], bool], within: float = 60.0)
     return seen
 
 
-def start_app(workspace: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+def start_app(
+    workspace: Path, env: dict[str, str], *, controlling: bool = True
+) -> tuple[subprocess.Popen[bytes], int]:
     """The app on a new pty that is its controlling terminal, as a terminal window gives
-    it: closing the pty's other end hangs it up (SIGHUP). Returns the process and that end."""
+    it: closing the pty's other end hangs it up (SIGHUP). Not `controlling`: a pty it only
+    reads and writes, whose closing sends no signal. Returns the process and that end."""
     return start_on_terminal(
         [sys.executable, "-m", "codewhale", "-C", str(workspace)],
         {**env, "TERM": "xterm-256color"},
-        controlling=True,
+        controlling=controlling,
     )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("how", "status"), [("close the terminal", 129), ("SIGTERM", 143)])
+@pytest.mark.parametrize(
+    ("how", "status"),
+    [("close the terminal", 129), ("close a terminal it does not control", 129), ("SIGTERM", 143)],
+)
 def test_the_app_saves_and_quits_when_its_terminal_closes_or_on_sigterm(
     llm, tmp_path, marker, how, status
 ):
@@ -234,7 +240,9 @@ def test_the_app_saves_and_quits_when_its_terminal_closes_or_on_sigterm(
         Reply(tool_calls=[ToolCallSpec("agent_open", {"prompt": "child 0"})]),
         Reply(text="waiting for the child"),
     )
-    process, controller = start_app(workspace, env)
+    process, controller = start_app(
+        workspace, env, controlling=how != "close a terminal it does not control"
+    )
     try:
         drain(controller, lambda screen: b"Ask" in screen)
         os.write(controller, b"delegate")
