@@ -11,6 +11,7 @@ import itertools
 import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -130,7 +131,47 @@ def _resolved(root: Path, text: str) -> Path:
     # On strings: Path.resolve() builds a Path per step and stats the result once more (to
     # raise RuntimeError on a symlink loop, which here is left to fail as the open does).
     candidate = os.path.expanduser(text)
+    if (below := _real_below(os.fspath(root), candidate)) is not None:
+        return Path(below)
     return Path(os.path.realpath(os.path.join(root, candidate)))
+
+
+def _real_below(root: str, candidate: str) -> str | None:
+    """What realpath makes of `candidate` below `root` when neither needs resolving: a
+    real `root`, and a relative `candidate` without `..` whose parts all exist and none
+    is a symlink (one lstat each, where realpath takes one for every part of the whole
+    path); None when realpath must decide."""
+    if os.path.isabs(candidate) or not _is_real_root(root):
+        return None
+    parts = [part for part in candidate.split("/") if part and part != "."]
+    path = root
+    for part in parts:
+        path = f"{path}/{part}" if path != "/" else f"/{part}"
+        try:
+            if part == ".." or stat.S_ISLNK(os.lstat(path).st_mode):
+                return None
+        except OSError:  # missing, or below a file: realpath spells what is left
+            return None
+    return path
+
+
+def _is_real_root(root: str) -> bool:
+    """Whether `root` is spelled as realpath spells it: remembered per root, with its
+    inode, so a root later swapped for a link or another directory is looked at again."""
+    try:
+        now = os.lstat(root)
+    except OSError:
+        return False
+    known = _REAL_ROOTS.get(root)
+    if known is None or known != (now.st_dev, now.st_ino):
+        if stat.S_ISLNK(now.st_mode) or os.path.realpath(root) != root:
+            return False
+        _REAL_ROOTS[root] = known = (now.st_dev, now.st_ino)
+    return True
+
+
+# Workspace roots found real, with their (device, inode) when they were.
+_REAL_ROOTS: dict[str, tuple[int, int]] = {}
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -117,6 +117,12 @@ def detect(chunks: Iterable[bytes]) -> TextEncoding:
     stream = iter(chunks)
     first = next(stream, b"")
     marked = next((encoding for encoding in _MARKED if first.startswith(encoding.bom)), None)
+    if marked is None and first.isascii():
+        # ASCII is UTF-8, the first choice: nothing to decode unless more bytes follow.
+        following = next(stream, None)
+        if following is None:
+            return UTF8
+        stream = chain([following], stream)
     decoders = [
         (encoding, codecs.getincrementaldecoder(encoding.codec)(), len(encoding.bom))
         for encoding in (marked, UTF8)

@@ -20,6 +20,7 @@ from codewhale.tools.base import ToolContext, ToolError
 from codewhale.tools.edit import EditFile
 from codewhale.tools.files import ReadFile, WriteFile
 from codewhale.tools.patch import ApplyPatch
+from codewhale.tools.text_encoding import LATIN_1, UTF8, WINDOWS_1252, detect
 from codewhale.tools.work import RevertTurn
 
 
@@ -278,3 +279,11 @@ async def test_a_file_valid_utf8_past_the_first_megabyte_boundary_reads_as_utf8(
         "1048577\tcafé",
         "[shown as Latin-1: the file is not valid UTF-8; edits keep its encoding]",
     ]
+
+
+def test_ascii_is_utf8_unless_a_later_part_of_the_file_says_otherwise():
+    """An ASCII start is judged at once when it is all there is; bytes after it decide."""
+    assert detect([b"plain text\n"]) is UTF8
+    assert detect([b""]) is UTF8
+    assert detect([b"plain ", "café".encode()]) is UTF8
+    assert detect([b"plain ", b"caf\xe9"]) in (LATIN_1, WINDOWS_1252)

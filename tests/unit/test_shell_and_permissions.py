@@ -176,6 +176,27 @@ def test_confine_refuses_escapes(tmp_path):
             confine(root, bad)
 
 
+def test_confine_spells_every_path_as_realpath_does(tmp_path):
+    """A real root and a plain relative path take a shortcut past realpath (one lstat a
+    part); every spelling, links and `..` and missing parts too, comes out the same, and
+    a root later swapped for a link is seen as one."""
+    root = tmp_path / "ws"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "f.txt").write_text("x")
+    (root / "link").symlink_to("a")
+
+    def real(spelled: Path, text: str) -> Path:
+        return Path(os.path.realpath(os.path.join(spelled, text)))
+
+    spellings = ["a/f.txt", "./a//f.txt", "a/", ".", "missing/x", "link/f.txt", "a/../a/f.txt"]
+    spellings.append("a/f.txt/below-a-file")
+    for text in spellings:
+        assert confine(root, text) == real(root, text), text
+    root.rename(tmp_path / "moved")
+    root.symlink_to(tmp_path / "moved")
+    assert confine(root, "a/f.txt") == tmp_path / "moved" / "a" / "f.txt"
+
+
 async def test_confine_leaves_a_symlink_loop_to_the_open_which_names_it(tmp_path):
     """Not a crash of the tool (pathlib's resolve raises RuntimeError on a loop): the
     path stays inside, and opening it is refused with a reason the model can read."""
