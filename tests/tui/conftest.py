@@ -94,8 +94,14 @@ async def wait_for(pilot, condition, timeout: float = 60.0) -> None:
 
 
 async def open_agent_screen(pilot, app) -> AgentScreen:
+    """The first child's agent screen, opened as a click on its sidebar row opens it.
+
+    The row is told it was selected rather than clicked at a position: a child that ends
+    moves its row to the finished ones, and a click aimed before the move lands beside it
+    (the screen then never opened, on a loaded machine)."""
     await wait_for(pilot, lambda: bool(app.query(AgentRow)))
-    await pilot.click(f"#{app.query_one(AgentRow).id}")
+    row = app.query_one(AgentRow)
+    row.post_message(AgentRow.Selected(row.agent_id))
     await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen))
     screen = app.screen
     assert isinstance(screen, AgentScreen)

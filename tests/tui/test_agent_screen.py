@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from textual.widgets import Input
@@ -72,12 +73,13 @@ def delegate(llm, prompt: str = "read the notes") -> None:
 
 
 async def test_the_screen_streams_a_running_child_and_cancels_it(llm, make_app, workspace):
+    opened = threading.Event()  # the child's first reply waits for the screen
     llm.route(
         is_child,
         Reply(
             reasoning="weighing notes.txt",
             tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})],
-            request_delay=1.0,
+            fault=Fault.hold(0, until=opened),
         ),
         Reply(fault=Fault.stall(seconds=20)),
     )
@@ -90,6 +92,7 @@ async def test_the_screen_streams_a_running_child_and_cancels_it(llm, make_app, 
         assert not screen.query(ToolCell)
         assert screen.focused is screen.query_one("#agent-message")
         assert enabled(screen) == {"agent-message", "send", "interrupt", "cancel", "back"}
+        opened.set()
 
         await wait_for(
             pilot,

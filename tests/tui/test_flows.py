@@ -409,6 +409,8 @@ def test_snapshot_agent_screen(snap_compare, llm, fixed_app):
         done = next(r for r in app.query(AgentRow) if str(r.render()).startswith("✓"))
         await pilot.click(f"#{done.id}")
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "AgentScreen")
-        await pilot.pause(0.2)
+        # Its conversation is shown once the child's report is (not after a fixed pause).
+        await wait_for(pilot, lambda: bool(app.screen.query(AssistantMessage)))
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
