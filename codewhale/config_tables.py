@@ -63,9 +63,9 @@ def note(keys: tuple[str, ...], message: str) -> None:
 
 
 def rule(*names: str, before: bool = False) -> Callable[[Callable[..., Any]], Any]:
-    """Mark a function `value -> value` as a check of the keys `names`: after their type
-    check (`before`: instead of it, for a value of more than one type); a ValueError it
-    raises is the key's problem."""
+    """Mark a function `value -> value` as a check of the keys `names`, run after their
+    type check (`before`: on the raw value, ahead of it, for a key that takes more than
+    one type); a ValueError it raises is the key's problem."""
 
     def mark(function: Callable[..., Any]) -> Any:
         function.__config_rule__ = (names, before)  # type: ignore[attr-defined]
